@@ -1,0 +1,74 @@
+package node
+
+import (
+	"bytes"
+	"encoding/json"
+	"sync/atomic"
+	"time"
+)
+
+// Base holds what every node kind shares: id, kind, the state machine and
+// call counters. Kinds embed it and get ID, Kind, State and BaseInfo.
+type Base struct {
+	id, kind string
+	Machine  Machine
+	since    atomic.Int64 // unix nanos of the last transition
+	inFlight atomic.Int64
+	calls    atomic.Int64
+	failures atomic.Int64
+}
+
+// Init sets the identity and wires the state machine to env.OnState.
+func (b *Base) Init(spec Spec, env Env) {
+	b.id, b.kind = spec.ID, spec.Kind
+	b.since.Store(time.Now().UnixNano())
+	onState := env.OnState
+	b.Machine.SetObserver(func(from, to State, reason string) {
+		b.since.Store(time.Now().UnixNano())
+		if onState != nil {
+			onState(from, to, reason)
+		}
+	})
+}
+
+func (b *Base) ID() string   { return b.id }
+func (b *Base) Kind() string { return b.kind }
+
+// State returns the current state.
+func (b *Base) State() State { return b.Machine.State() }
+
+// CallStarted counts a call in flight; CallDone ends it.
+func (b *Base) CallStarted() { b.calls.Add(1); b.inFlight.Add(1) }
+
+// CallDone ends a call started with CallStarted; failed counts it as a
+// failure (an error or an IsError result).
+func (b *Base) CallDone(failed bool) {
+	b.inFlight.Add(-1)
+	if failed {
+		b.failures.Add(1)
+	}
+}
+
+// InFlight returns the number of calls in flight.
+func (b *Base) InFlight() int64 { return b.inFlight.Load() }
+
+// BaseInfo fills the fields of Info that Base knows.
+func (b *Base) BaseInfo() Info {
+	st, reason := b.Machine.Get()
+	return Info{
+		ID:       b.id,
+		Kind:     b.kind,
+		State:    st,
+		Error:    reason,
+		Since:    time.Unix(0, b.since.Load()),
+		InFlight: b.inFlight.Load(),
+		Calls:    b.calls.Load(),
+		Failures: b.failures.Load(),
+	}
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}

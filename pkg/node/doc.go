@@ -1,0 +1,9 @@
+// Package node defines the contract every nerve node kind implements: the
+// Node interface, its State machine, the Spec a node is built from and the
+// Env it lives in, tool naming (qualified "node.tool" and LLM-safe names), the
+// Toolset built from a set of nodes, argument validation against a tool's
+// input schema, and the text an LLM sees for a tool result.
+//
+// It is the bottom layer of nerve: it imports only the standard library, the
+// MCP Go SDK's vocabulary and zap. Every other package may import it.
+package node

@@ -1,0 +1,169 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+)
+
+// Spec is the serialisable description a node is built from. Sessions save
+// specs (with ${VAR} references unexpanded) and rebuild nodes from them.
+type Spec struct {
+	ID   string `json:"id"`
+	Kind string `json:"kind"`
+	// Command is the program and arguments for process-backed kinds.
+	Command []string          `json:"command,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	// Options holds kind-specific settings; see DecodeOptions.
+	Options json.RawMessage `json:"options,omitempty"`
+	// State is node-owned data that must survive a restart of the daemon
+	// (a Claude session id, an LLM conversation). Nodes update it through
+	// Env.SaveState.
+	State json.RawMessage `json:"state,omitempty"`
+}
+
+// DecodeOptions decodes s.Options into v, rejecting unknown fields so a typo
+// in a saved spec is reported rather than ignored.
+func (s *Spec) DecodeOptions(v any) error {
+	if len(s.Options) == 0 {
+		return nil
+	}
+	if err := decodeStrict(s.Options, v); err != nil {
+		return fmt.Errorf("options of %s node %q: %w", s.Kind, s.ID, err)
+	}
+	return nil
+}
+
+// Clone returns a deep copy of s.
+func (s Spec) Clone() Spec {
+	c := s
+	c.Command = append([]string(nil), s.Command...)
+	if s.Env != nil {
+		c.Env = make(map[string]string, len(s.Env))
+		for k, v := range s.Env {
+			c.Env[k] = v
+		}
+	}
+	c.Options = append(json.RawMessage(nil), s.Options...)
+	c.State = append(json.RawMessage(nil), s.State...)
+	return c
+}
+
+var idPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+// ValidateID checks a node id: lower-case letters, digits, '_' and '-',
+// starting with a letter or digit, at most 63 characters, no dots.
+func ValidateID(id string) error {
+	if idPattern.MatchString(id) {
+		return nil
+	}
+	return fmt.Errorf("invalid node id %q: use 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit (e.g. %q)", id, suggestID(id))
+}
+
+func suggestID(id string) string {
+	b := make([]byte, 0, len(id))
+	for _, r := range id {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			b = append(b, byte(r-'A'+'a'))
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
+			b = append(b, byte(r))
+		default:
+			b = append(b, '-')
+		}
+	}
+	for len(b) > 0 && (b[0] == '-' || b[0] == '_') {
+		b = b[1:]
+	}
+	if len(b) > 63 {
+		b = b[:63]
+	}
+	if len(b) == 0 {
+		return "node1"
+	}
+	return string(b)
+}
+
+// Env is what a session gives each node it builds. Every field may be nil
+// or zero; nodes must cope.
+type Env struct {
+	// Session is the name of the session the node belongs to.
+	Session string
+	// Logger is the node's logger (named after it).
+	Logger *zap.Logger
+	// Dir is a private folder the node may keep files in (created 0700 by
+	// the session on demand via os.MkdirAll).
+	Dir string
+	// OnState is told about every state transition; nodes pass it to their
+	// Machine.
+	OnState StateFunc
+	// OnToolsChanged is called when the node's tool (resource, prompt) list
+	// changed without a state change.
+	OnToolsChanged func()
+	// SaveState persists node-owned state into the node's Spec.State.
+	SaveState func(state json.RawMessage) error
+	// Hooks answers requests a node's peer makes of the person (sampling,
+	// elicitation). Nil hooks decline.
+	Hooks Hooks
+	// Tools lets a node call the tools of the other nodes of its session
+	// (LLM agents, graphs). Nil when the session offers none.
+	Tools ToolCaller
+}
+
+// Log returns e.Logger or a no-op logger.
+func (e Env) Log() *zap.Logger {
+	if e.Logger != nil {
+		return e.Logger
+	}
+	return zap.NewNop()
+}
+
+// Hooks are the session's answers to requests from a node's peer that need a
+// person. Each is called with the asking node's id; implementations must
+// honour ctx and must never block forever.
+type Hooks interface {
+	Sample(ctx context.Context, nodeID string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error)
+}
+
+// ToolCaller is the session seen from a node that calls other nodes' tools.
+type ToolCaller interface {
+	// Toolset returns the session's current tools.
+	Toolset(ctx context.Context) *Toolset
+	// CallTool calls a tool by qualified ("node.tool") or LLM-safe name.
+	CallTool(ctx context.Context, name string, args json.RawMessage, observe func(CallEvent)) (*mcp.CallToolResult, error)
+}
+
+// Factory builds a node of one kind from its spec. It must validate the spec
+// and return quickly; the node is started later with Start.
+type Factory func(spec Spec, env Env) (Node, error)
+
+// Duration is a time.Duration that reads and writes as a Go duration string
+// ("30s") in JSON, and also accepts a number of seconds.
+type Duration time.Duration
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var secs float64
+	if err := json.Unmarshal(b, &secs); err == nil {
+		*d = Duration(secs * float64(time.Second))
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"30s\" or a number of seconds: %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w (use e.g. \"30s\" or \"2m\")", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
