@@ -3,6 +3,8 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -13,6 +15,8 @@ type Base struct {
 	id, kind string
 	Machine  Machine
 	since    atomic.Int64 // unix nanos of the last transition
+	// callMu orders BeginCall/EndCall so READY ⇄ BUSY follows the count.
+	callMu   sync.Mutex
 	inFlight atomic.Int64
 	calls    atomic.Int64
 	failures atomic.Int64
@@ -46,6 +50,44 @@ func (b *Base) CallDone(failed bool) {
 	b.inFlight.Add(-1)
 	if failed {
 		b.failures.Add(1)
+	}
+}
+
+// BeginCall counts a call in flight and moves READY → BUSY on the first.
+// It fails with ErrNotReady, naming the state, unless the node is READY or
+// BUSY. Every successful BeginCall must be paired with EndCall.
+func (b *Base) BeginCall() error {
+	b.callMu.Lock()
+	defer b.callMu.Unlock()
+	st, reason := b.Machine.Get()
+	switch st {
+	case Ready:
+		if err := b.Machine.ToIf(Busy, "", Ready); err != nil {
+			return fmt.Errorf("node %q: %w", b.id, err)
+		}
+	case Busy:
+	case Error:
+		return fmt.Errorf("node %q is ERROR (%s): %w; restart it with `:node restart %s`", b.id, reason, ErrNotReady, b.id)
+	default:
+		return fmt.Errorf("node %q is %s: %w", b.id, st, ErrNotReady)
+	}
+	b.calls.Add(1)
+	b.inFlight.Add(1)
+	return nil
+}
+
+// EndCall ends a call begun with BeginCall and moves BUSY → READY when it
+// was the last one in flight. failed counts an error or IsError result.
+func (b *Base) EndCall(failed bool) {
+	b.callMu.Lock()
+	defer b.callMu.Unlock()
+	if failed {
+		b.failures.Add(1)
+	}
+	if b.inFlight.Add(-1) == 0 {
+		// The node may have moved on (ERROR, STOPPING) meanwhile; then
+		// there is nothing to undo.
+		_ = b.Machine.ToIf(Ready, "", Busy)
 	}
 }
 

@@ -1,0 +1,20 @@
+// Package all registers every node kind nerve ships with. The daemon and
+// the embedded session call Register; node kinds never import it.
+package all
+
+import (
+	"github.com/nerve-dev/nerve/internal/nodes/identity"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// Register adds every built-in node kind to r.
+func Register(r *session.Registry) {
+	r.Register(identity.Kind, identity.New)
+}
+
+// Registry returns a new registry with every built-in kind.
+func Registry() *session.Registry {
+	r := &session.Registry{}
+	Register(r)
+	return r
+}

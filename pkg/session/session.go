@@ -1,0 +1,544 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// Errors callers test with errors.Is.
+var (
+	ErrExists = errors.New("node already exists")
+	ErrClosed = errors.New("session is closed")
+)
+
+// Options configure a Session. Nil means defaults.
+type Options struct {
+	// Logger receives the session's logs; nil discards them.
+	Logger *zap.Logger
+	// Dir is the session's folder; each node gets Dir/nodes/<id>.
+	Dir string
+	// Save, if set, is called with every spec after each change to the set
+	// of nodes or to a node's saved state. Calls are serialised.
+	Save func(specs []node.Spec) error
+}
+
+// Session owns a set of nodes. It is safe for concurrent use.
+type Session struct {
+	name     string
+	registry *Registry
+	log      *zap.Logger
+	dir      string
+	save     func([]node.Spec) error
+	hub      hub
+	hooks    hooksProxy
+	callSeq  atomic.Uint64
+	closed   atomic.Bool
+	saveMu   sync.Mutex // serialises Save calls
+	toolsets atomic.Pointer[node.Toolset]
+
+	// mu guards the fields below.
+	mu    sync.RWMutex
+	order []string
+	nodes map[string]*entry
+}
+
+// entry is one node and what the session caches about it.
+type entry struct {
+	n    node.Node
+	spec node.Spec // guarded by Session.mu
+
+	// toolsMu guards the cached tool list.
+	toolsMu sync.Mutex
+	tools   []*mcp.Tool
+	byName  map[string]*mcp.Tool
+	valid   bool
+}
+
+// New returns an empty session named name whose nodes are built by reg.
+func New(name string, reg *Registry, opts *Options) *Session {
+	if opts == nil {
+		opts = &Options{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Session{
+		name:     name,
+		registry: reg,
+		log:      log.With(zap.String("session", name)),
+		dir:      opts.Dir,
+		save:     opts.Save,
+		nodes:    make(map[string]*entry),
+	}
+}
+
+// Name returns the session's name.
+func (s *Session) Name() string { return s.name }
+
+// Registry returns the factory registry the session builds nodes with.
+func (s *Session) Registry() *Registry { return s.registry }
+
+// SetHooks sets who answers sampling and elicitation requests; nil declines.
+func (s *Session) SetHooks(h node.Hooks) { s.hooks.set(h) }
+
+// Subscribe returns a subscription to the session's events with room for
+// buf events (0: a default).
+func (s *Session) Subscribe(buf int) *Subscription { return s.hub.add(buf) }
+
+// Add builds a node from spec, adds it and starts it. A node whose start
+// fails stays in the session in ERROR (so its reason can be read and it can
+// be restarted), and Add returns it together with the start error.
+func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Node, error) {
+	n, err := s.Register(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(ctx); err != nil {
+		return n, fmt.Errorf("starting node %q: %w", spec.ID, err)
+	}
+	return n, nil
+}
+
+// Register builds a node from spec and adds it without starting it.
+func (s *Session) Register(spec node.Spec) (node.Node, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	if err := node.ValidateID(spec.ID); err != nil {
+		return nil, err
+	}
+	spec = spec.Clone()
+	e := &entry{spec: spec}
+	id := spec.ID
+	env := node.Env{
+		Session: s.name,
+		Logger:  s.log.With(zap.String("node", id)),
+		OnState: func(from, to node.State, reason string) {
+			if to == node.Ready || to == node.Stopped || to == node.Error {
+				s.invalidateTools(e)
+			}
+			s.hub.publish(stateEvent(id, from, to, reason))
+		},
+		OnToolsChanged: func() {
+			s.invalidateTools(e)
+			s.hub.publish(Event{Kind: EventTools, Node: id})
+		},
+		SaveState: func(state json.RawMessage) error { return s.saveState(id, state) },
+		Hooks:     &s.hooks,
+		Tools:     s,
+	}
+	if s.dir != "" {
+		env.Dir = filepath.Join(s.dir, "nodes", id)
+	}
+	s.mu.Lock()
+	if _, ok := s.nodes[id]; ok {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("node %q: %w (remove it first with `:node rm %s`, or pick another name)", id, ErrExists, id)
+	}
+	// Reserve the id while the factory runs.
+	s.nodes[id] = e
+	s.mu.Unlock()
+
+	n, err := s.registry.Build(spec, env)
+	s.mu.Lock()
+	if err != nil {
+		delete(s.nodes, id)
+		s.mu.Unlock()
+		return nil, err
+	}
+	e.n = n
+	s.order = append(s.order, id)
+	s.mu.Unlock()
+	s.toolsets.Store(nil)
+	s.hub.publish(Event{Kind: EventNodeAdded, Node: id, NodeKind: spec.Kind})
+	if err := s.persist(); err != nil {
+		s.log.Error("saving specs", zap.Error(err))
+	}
+	return n, nil
+}
+
+// Restore registers every spec and starts all the nodes in parallel. A node
+// that fails to build is reported in the returned error and skipped; a node
+// that fails to start stays in ERROR. It returns when every start is done.
+func (s *Session) Restore(ctx context.Context, specs []node.Spec) error {
+	var errs []error
+	var started []node.Node
+	for _, spec := range specs {
+		n, err := s.Register(spec)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		started = append(started, n)
+	}
+	var wg sync.WaitGroup
+	for _, n := range started {
+		wg.Go(func() {
+			if err := n.Start(ctx); err != nil {
+				s.log.Warn("node did not come back", zap.String("node", n.ID()), zap.Error(err))
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Remove stops a node and removes it.
+func (s *Session) Remove(ctx context.Context, id string) error {
+	e, err := s.entry(id)
+	if err != nil {
+		return err
+	}
+	stopErr := e.n.Stop(ctx)
+	s.mu.Lock()
+	delete(s.nodes, id)
+	for i, o := range s.order {
+		if o == id {
+			s.order = append(s.order[:i:i], s.order[i+1:]...)
+			break
+		}
+	}
+	s.mu.Unlock()
+	s.toolsets.Store(nil)
+	s.hub.publish(Event{Kind: EventNodeRemoved, Node: id})
+	if err := s.persist(); err != nil {
+		s.log.Error("saving specs", zap.Error(err))
+	}
+	if stopErr != nil {
+		return fmt.Errorf("stopping node %q: %w", id, stopErr)
+	}
+	return nil
+}
+
+// Restart stops a node (from any state, ERROR included) and starts it again.
+func (s *Session) Restart(ctx context.Context, id string) error {
+	e, err := s.entry(id)
+	if err != nil {
+		return err
+	}
+	if err := e.n.Stop(ctx); err != nil {
+		return fmt.Errorf("stopping node %q: %w", id, err)
+	}
+	if err := e.n.Start(ctx); err != nil {
+		return fmt.Errorf("starting node %q: %w", id, err)
+	}
+	return nil
+}
+
+// Interrupt cancels what node id has in flight.
+func (s *Session) Interrupt(ctx context.Context, id string) error {
+	e, err := s.entry(id)
+	if err != nil {
+		return err
+	}
+	return e.n.Interrupt(ctx)
+}
+
+// Node returns node id.
+func (s *Session) Node(id string) (node.Node, error) {
+	e, err := s.entry(id)
+	if err != nil {
+		return nil, err
+	}
+	return e.n, nil
+}
+
+// Nodes returns the nodes in the order they were added.
+func (s *Session) Nodes() []node.Node {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]node.Node, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.nodes[id].n)
+	}
+	return out
+}
+
+// Specs returns a copy of every node's spec, in the order they were added.
+func (s *Session) Specs() []node.Spec {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.specsLocked()
+}
+
+func (s *Session) specsLocked() []node.Spec {
+	out := make([]node.Spec, 0, len(s.order))
+	for _, id := range s.order {
+		out = append(out, s.nodes[id].spec.Clone())
+	}
+	return out
+}
+
+// Spec returns a copy of node id's spec.
+func (s *Session) Spec(id string) (node.Spec, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.nodes[id]
+	if !ok || e.n == nil {
+		return node.Spec{}, s.notFoundLocked(id)
+	}
+	return e.spec.Clone(), nil
+}
+
+// Info returns node id's Info with its tool count filled from the cache.
+func (s *Session) Info(id string) (node.Info, error) {
+	e, err := s.entry(id)
+	if err != nil {
+		return node.Info{}, err
+	}
+	return s.info(e), nil
+}
+
+func (s *Session) info(e *entry) node.Info {
+	info := e.n.Info()
+	e.toolsMu.Lock()
+	if e.valid {
+		info.Tools = len(e.tools)
+	}
+	e.toolsMu.Unlock()
+	return info
+}
+
+// Infos returns the Info of every node, in the order they were added.
+func (s *Session) Infos() []node.Info {
+	s.mu.RLock()
+	entries := make([]*entry, 0, len(s.order))
+	for _, id := range s.order {
+		entries = append(entries, s.nodes[id])
+	}
+	s.mu.RUnlock()
+	out := make([]node.Info, len(entries))
+	for i, e := range entries {
+		out[i] = s.info(e)
+	}
+	return out
+}
+
+// Tools returns node id's tools from the cache, listing them when the cache
+// is empty (after a start or a list-changed notice).
+func (s *Session) Tools(ctx context.Context, id string) ([]*mcp.Tool, error) {
+	e, err := s.entry(id)
+	if err != nil {
+		return nil, err
+	}
+	tools, _, err := s.tools(ctx, e)
+	return tools, err
+}
+
+// Tool returns one tool of node id.
+func (s *Session) Tool(ctx context.Context, id, tool string) (*mcp.Tool, error) {
+	e, err := s.entry(id)
+	if err != nil {
+		return nil, err
+	}
+	return s.tool(ctx, e, tool)
+}
+
+func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, error) {
+	tools, byName, err := s.tools(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	t, ok := byName[tool]
+	if !ok {
+		names := make([]string, len(tools))
+		for i, t := range tools {
+			names[i] = t.Name
+		}
+		return nil, &UnknownToolError{Node: e.n.ID(), Tool: tool, Known: names}
+	}
+	return t, nil
+}
+
+func (s *Session) tools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]*mcp.Tool, error) {
+	e.toolsMu.Lock()
+	defer e.toolsMu.Unlock()
+	if e.valid {
+		return e.tools, e.byName, nil
+	}
+	tools, err := e.n.ListTools(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing tools of node %q: %w", e.n.ID(), err)
+	}
+	byName := make(map[string]*mcp.Tool, len(tools))
+	for _, t := range tools {
+		byName[t.Name] = t
+	}
+	// Only a listing from a node that can serve calls is worth keeping.
+	if st := e.n.State(); st == node.Ready || st == node.Busy {
+		e.tools, e.byName, e.valid = tools, byName, true
+	}
+	return tools, byName, nil
+}
+
+func (s *Session) invalidateTools(e *entry) {
+	e.toolsMu.Lock()
+	e.tools, e.byName, e.valid = nil, nil, false
+	e.toolsMu.Unlock()
+	s.toolsets.Store(nil)
+}
+
+// Toolset returns every tool of every READY or BUSY node under qualified and
+// LLM-safe names. It is cached until a node or a tool list changes.
+func (s *Session) Toolset(ctx context.Context) *node.Toolset {
+	if ts := s.toolsets.Load(); ts != nil {
+		return ts
+	}
+	s.mu.RLock()
+	entries := make([]*entry, 0, len(s.order))
+	for _, id := range s.order {
+		entries = append(entries, s.nodes[id])
+	}
+	s.mu.RUnlock()
+	var all []node.NodeTools
+	complete := true
+	for _, e := range entries {
+		if st := e.n.State(); st != node.Ready && st != node.Busy {
+			continue
+		}
+		tools, _, err := s.tools(ctx, e)
+		if err != nil {
+			complete = false
+			s.log.Warn("listing tools", zap.String("node", e.n.ID()), zap.Error(err))
+			continue
+		}
+		all = append(all, node.NodeTools{Node: e.n.ID(), Tools: tools})
+	}
+	ts := node.NewToolset(all)
+	if complete {
+		s.toolsets.CompareAndSwap(nil, ts)
+	}
+	return ts
+}
+
+// Call validates req's arguments against the tool's input schema and calls
+// it on node id, publishing call_start and call_end events.
+func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	e, err := s.entry(id)
+	if err != nil {
+		return nil, err
+	}
+	t, err := s.tool(ctx, e, req.Tool)
+	if err != nil {
+		return nil, err
+	}
+	if err := node.ValidateArguments(t, req.Arguments); err != nil {
+		return nil, fmt.Errorf("@%s %s: %w", id, req.Tool, err)
+	}
+	if !s.hub.active() {
+		return e.n.CallTool(ctx, req)
+	}
+	call := s.callSeq.Add(1)
+	start := time.Now()
+	s.hub.publish(Event{Kind: EventCallStart, Node: id, Call: call, Tool: req.Tool, Time: start})
+	res, err := e.n.CallTool(ctx, req)
+	end := Event{Kind: EventCallEnd, Node: id, Call: call, Tool: req.Tool, Duration: time.Since(start)}
+	if err != nil {
+		end.Error = err.Error()
+	} else if res != nil {
+		end.IsError = res.IsError
+	}
+	s.hub.publish(end)
+	return res, err
+}
+
+// CallTool calls a tool by qualified ("node.tool") or LLM-safe name; it
+// makes the Session a node.ToolCaller for agents.
+func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
+	te, ok := s.Toolset(ctx).Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
+	}
+	return s.Call(ctx, te.Node, &node.CallRequest{Tool: te.Tool.Name, Arguments: args, Observe: observe})
+}
+
+// Close stops every node in parallel and waits until they are stopped or
+// ctx is done. The session cannot be used afterwards.
+func (s *Session) Close(ctx context.Context) error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	nodes := s.Nodes()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			if err := n.Stop(ctx); err != nil {
+				errs[i] = fmt.Errorf("stopping node %q: %w", n.ID(), err)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		<-done // nodes honour ctx in Stop; wait for them so none is left running
+		errs = append(errs, fmt.Errorf("closing session %q: %w", s.name, ctx.Err()))
+	}
+	s.hub.closeAll()
+	return errors.Join(errs...)
+}
+
+func (s *Session) entry(id string) (*entry, error) {
+	s.mu.RLock()
+	e, ok := s.nodes[id]
+	if ok && e.n != nil {
+		s.mu.RUnlock()
+		return e, nil
+	}
+	err := s.notFoundLocked(id)
+	s.mu.RUnlock()
+	return nil, err
+}
+
+func (s *Session) notFoundLocked(id string) error {
+	return &NotFoundError{Node: id, Known: append([]string(nil), s.order...)}
+}
+
+func (s *Session) saveState(id string, state json.RawMessage) error {
+	s.mu.Lock()
+	e, ok := s.nodes[id]
+	if !ok {
+		s.mu.Unlock()
+		return s.notFoundLocked(id)
+	}
+	e.spec.State = append(json.RawMessage(nil), state...)
+	s.mu.Unlock()
+	return s.persist()
+}
+
+func (s *Session) persist() error {
+	if s.save == nil {
+		return nil
+	}
+	s.saveMu.Lock()
+	defer s.saveMu.Unlock()
+	// Take the snapshot under saveMu so saves land in change order.
+	s.mu.RLock()
+	specs := s.specsLocked()
+	s.mu.RUnlock()
+	return s.save(specs)
+}
+
+// NodeDir returns (and creates, 0700) the private folder of node id.
+func (s *Session) NodeDir(id string) (string, error) {
+	if s.dir == "" {
+		return "", errors.New("session has no folder")
+	}
+	d := filepath.Join(s.dir, "nodes", id)
+	return d, os.MkdirAll(d, 0o700)
+}
