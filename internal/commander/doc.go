@@ -1,0 +1,10 @@
+// Package commander parses and completes the lines a person types at the
+// Commander prompt (`@fs read_file path=/tmp/a`, `:node ls`) and renders tool
+// lists, tool help and call results for a terminal.
+//
+// It is pure: no I/O, no terminal, no network, no goroutines. Everything it
+// needs to know about the session comes in through a Catalog (the REPL's
+// cached tool lists) and Refs (the REPL's history of results). It sits in
+// layer 5 and imports only pkg/node's vocabulary and the MCP SDK's types; only
+// internal/cli (the REPL and `nerve call`) imports it.
+package commander

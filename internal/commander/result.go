@@ -1,0 +1,480 @@
+package commander
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxBytes is how much of a result RenderResult prints when
+// RenderOptions.MaxBytes is 0: about a thousand lines.
+const DefaultMaxBytes = 64 << 10
+
+// RenderOptions control RenderResult.
+type RenderOptions struct {
+	// Style colours the output; nil is plain.
+	Style *Style
+	// MaxBytes is the most of the result's text printed; the rest is in
+	// Rendered.Full. 0 means DefaultMaxBytes; negative means no limit.
+	MaxBytes int
+}
+
+// Attachment is binary content (an image, audio, a blob resource) for the
+// REPL to save to a file.
+type Attachment struct {
+	Name string // suggested file name: "image-1.png"
+	MIME string
+	Data []byte // raw bytes (already base64-decoded)
+	// Placeholder stands in Rendered.Text where the saved file's path goes;
+	// Rendered.Fill replaces it.
+	Placeholder string
+}
+
+// Rendered is a result ready to print.
+type Rendered struct {
+	// Text is what to print, ending in "\n" (coloured if asked).
+	Text string
+	// Value is the result as plain text for block references: the text
+	// contents joined, else the structured content as JSON. Never cut.
+	Value string
+	// IsError mirrors the result's isError.
+	IsError bool
+	// Truncated says Text shows only the first MaxBytes; Full holds the
+	// whole plain text and FullPlaceholder stands in Text where the path of
+	// the file the REPL saves it to goes.
+	Truncated       bool
+	Full            string
+	FullPlaceholder string
+	Attachments     []Attachment
+}
+
+// Fill puts the paths the REPL saved attachments (in order) and the full
+// text to in place of their placeholders in Text and Full.
+func (r *Rendered) Fill(attachmentPaths []string, fullPath string) {
+	var pairs []string
+	for i, a := range r.Attachments {
+		if i < len(attachmentPaths) {
+			pairs = append(pairs, a.Placeholder, attachmentPaths[i])
+		}
+	}
+	if r.FullPlaceholder != "" && fullPath != "" {
+		pairs = append(pairs, r.FullPlaceholder, fullPath)
+	}
+	if len(pairs) == 0 {
+		return
+	}
+	rep := strings.NewReplacer(pairs...)
+	r.Text = rep.Replace(r.Text)
+	r.Full = rep.Replace(r.Full)
+}
+
+// part is one piece of a result: its plain text and how to colour it.
+type part struct {
+	text string
+	kind partKind
+}
+
+type partKind int
+
+const (
+	partText partKind = iota // tool output as is (red when the result is an error)
+	partJSON                 // pretty JSON
+	partMeta                 // a line about content (attachment, resource)
+	partLink                 // a resource link
+)
+
+// RenderResult renders a call's result: text as is; structured content as
+// indented JSON (coloured when opt.Style has colour); images, audio and blob
+// resources as attachments with a placeholder line; resource links as
+// links; an error result marked "error:" and in red. Output beyond
+// opt.MaxBytes is cut at a line end, with a closing line saying how much
+// more there is and where the full text is.
+func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
+	r := &Rendered{}
+	if res == nil {
+		res = &mcp.CallToolResult{}
+	}
+	r.IsError = res.IsError
+	var parts []part
+	var values []string
+
+	var structured []byte
+	if res.StructuredContent != nil {
+		structured = marshalNoEscape(res.StructuredContent)
+	}
+	structuredShown := false
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			values = append(values, c.Text)
+			if structured != nil && !structuredShown && sameJSON(c.Text, structured) {
+				// The SDK mirrors structured output as JSON text: show it
+				// once, indented.
+				parts = append(parts, part{prettyJSON(structured), partJSON})
+				structuredShown = true
+				continue
+			}
+			parts = append(parts, part{withNewline(c.Text), partText})
+		case *mcp.ImageContent:
+			parts = append(parts, r.attach("image", c.MIMEType, "", c.Data))
+		case *mcp.AudioContent:
+			parts = append(parts, r.attach("audio", c.MIMEType, "", c.Data))
+		case *mcp.ResourceLink:
+			parts = append(parts, part{linkLine(c), partLink})
+		case *mcp.EmbeddedResource:
+			rc := c.Resource
+			if rc == nil {
+				continue
+			}
+			if rc.Blob != nil {
+				parts = append(parts, r.attach("resource", rc.MIMEType, rc.URI, rc.Blob))
+				continue
+			}
+			parts = append(parts, part{fmt.Sprintf("[resource %s%s]\n", rc.URI, paren(rc.MIMEType)), partMeta})
+			parts = append(parts, part{withNewline(rc.Text), partText})
+			values = append(values, rc.Text)
+		default:
+			b := marshalNoEscape(c)
+			parts = append(parts, part{prettyJSON(b), partJSON})
+		}
+	}
+	if structured != nil && !structuredShown {
+		parts = append(parts, part{prettyJSON(structured), partJSON})
+	}
+	if len(values) == 0 && structured != nil {
+		values = append(values, string(structured))
+	}
+	r.Value = strings.Join(values, "\n")
+	if len(parts) == 0 {
+		parts = append(parts, part{"(no output)\n", partMeta})
+	}
+	if r.IsError {
+		parts = append([]part{{"error: ", partMeta}}, parts...)
+	}
+
+	limit := opt.MaxBytes
+	if limit == 0 {
+		limit = DefaultMaxBytes
+	}
+	total := 0
+	for _, p := range parts {
+		total += len(p.text)
+	}
+	var kept []part
+	if limit > 0 && total > limit {
+		var full strings.Builder
+		full.Grow(total)
+		for _, p := range parts {
+			full.WriteString(p.text)
+		}
+		r.Full = full.String()
+		r.Truncated = true
+		r.FullPlaceholder = "⟪full output⟫"
+		cut := cutPoint(r.Full, limit)
+		kept = keepPrefix(parts, cut)
+		rest := r.Full[cut:]
+		kept = append(kept, part{fmt.Sprintf("… %s more (%s lines) not shown; full output: %s\n",
+			sizeString(len(rest)), commas(strings.Count(rest, "\n")), r.FullPlaceholder), partMeta})
+	} else {
+		kept = parts
+	}
+
+	st := opt.Style
+	var b strings.Builder
+	b.Grow(min(total, max(limit, 0)+256) + 64)
+	for _, p := range kept {
+		switch {
+		case !st.on():
+			b.WriteString(p.text)
+		case p.kind == partJSON:
+			colorJSON(&b, p.text, st)
+		case p.kind == partMeta && r.IsError && p.text == "error: ":
+			b.WriteString(st.paint(boldRed, p.text))
+		case p.kind == partMeta:
+			b.WriteString(paintLines(st, dim, p.text))
+		case p.kind == partLink:
+			b.WriteString(paintLines(st, link, p.text))
+		case r.IsError:
+			b.WriteString(paintLines(st, red, p.text))
+		default:
+			b.WriteString(p.text)
+		}
+	}
+	r.Text = b.String()
+	return r
+}
+
+// attach records binary content and returns its placeholder line.
+func (r *Rendered) attach(what, mime, uri string, data []byte) part {
+	n := len(r.Attachments) + 1
+	name := fmt.Sprintf("%s-%d%s", what, n, extension(mime))
+	if uri != "" {
+		if base := path.Base(uri); base != "" && base != "/" && base != "." && !strings.Contains(base, ":") {
+			name = fmt.Sprintf("%d-%s", n, base)
+		}
+	}
+	a := Attachment{Name: name, MIME: mime, Data: data, Placeholder: fmt.Sprintf("⟪attachment %d⟫", n)}
+	r.Attachments = append(r.Attachments, a)
+	desc := what
+	if uri != "" {
+		desc += " " + uri
+	}
+	return part{fmt.Sprintf("[%s, %s, %s: %s]\n", desc, orUnknown(mime), sizeString(len(data)), a.Placeholder), partMeta}
+}
+
+func linkLine(c *mcp.ResourceLink) string {
+	var b strings.Builder
+	b.WriteString("→ ")
+	if c.Name != "" && c.Name != c.URI {
+		b.WriteString(c.Name + " ")
+	}
+	b.WriteString(c.URI)
+	var info []string
+	if c.Title != "" {
+		info = append(info, c.Title)
+	}
+	if c.Description != "" {
+		info = append(info, firstLine(c.Description))
+	}
+	if c.MIMEType != "" {
+		info = append(info, c.MIMEType)
+	}
+	if c.Size != nil {
+		info = append(info, sizeString(int(*c.Size)))
+	}
+	if len(info) > 0 {
+		b.WriteString(" (" + strings.Join(info, ", ") + ")")
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// cutPoint is where to cut text to at most limit bytes: the last line end
+// in the second half of the limit, else the last whole UTF-8 character.
+func cutPoint(text string, limit int) int {
+	if i := strings.LastIndexByte(text[:limit], '\n'); i >= limit/2 {
+		return i + 1
+	}
+	cut := limit
+	for cut > 0 && cut < len(text) && text[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return cut
+}
+
+// keepPrefix returns the parts covering the first cut bytes, the last one
+// shortened.
+func keepPrefix(parts []part, cut int) []part {
+	var out []part
+	for _, p := range parts {
+		if cut <= 0 {
+			break
+		}
+		if len(p.text) > cut {
+			p.text = p.text[:cut]
+			if !strings.HasSuffix(p.text, "\n") {
+				p.text += "\n"
+			}
+		}
+		cut -= len(p.text)
+		out = append(out, p)
+	}
+	return out
+}
+
+func paintLines(st *Style, pick func(*Style) string, text string) string {
+	// Colour each line separately so a pager or a cut line does not carry
+	// the colour on.
+	body, nl := strings.CutSuffix(text, "\n")
+	lines := strings.Split(body, "\n")
+	for i, l := range lines {
+		lines[i] = st.paint(pick, l)
+	}
+	out := strings.Join(lines, "\n")
+	if nl {
+		out += "\n"
+	}
+	return out
+}
+
+func withNewline(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
+}
+
+func marshalNoEscape(v any) []byte {
+	if raw, ok := v.(json.RawMessage); ok && json.Valid(raw) {
+		return raw
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return []byte(strconv.Quote(fmt.Sprint(v)))
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+func prettyJSON(b []byte) string {
+	var buf bytes.Buffer
+	buf.Grow(len(b) + len(b)/4)
+	if json.Indent(&buf, b, "", "  ") != nil {
+		return withNewline(string(b))
+	}
+	buf.WriteByte('\n')
+	return buf.String()
+}
+
+// sameJSON reports whether text is the JSON encoding of structured, up to
+// white space.
+func sameJSON(text string, structured []byte) bool {
+	t := strings.TrimSpace(text)
+	if t == "" || (t[0] != '{' && t[0] != '[') {
+		return false
+	}
+	if t == string(structured) {
+		return true
+	}
+	var a, b bytes.Buffer
+	if json.Compact(&a, []byte(t)) != nil || json.Compact(&b, structured) != nil {
+		return false
+	}
+	if bytes.Equal(a.Bytes(), b.Bytes()) {
+		return true
+	}
+	var x any
+	if json.Unmarshal([]byte(t), &x) != nil {
+		return false
+	}
+	return bytes.Equal(marshalNoEscape(x), structured)
+}
+
+// colorJSON writes indented JSON text with keys, strings, numbers and
+// literals coloured. It tolerates text cut anywhere.
+func colorJSON(b *strings.Builder, s string, st *Style) {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			j := i + 1
+			for j < len(s) && s[j] != '"' {
+				if s[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j+1, len(s))
+			k := j
+			for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
+				k++
+			}
+			col := st.Green
+			if k < len(s) && s[k] == ':' {
+				col = st.Cyan
+			}
+			b.WriteString(col)
+			b.WriteString(s[i:j])
+			b.WriteString(st.Reset)
+			i = j
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i + 1
+			for j < len(s) && strings.IndexByte("0123456789.eE+-", s[j]) >= 0 {
+				j++
+			}
+			b.WriteString(st.Yellow)
+			b.WriteString(s[i:j])
+			b.WriteString(st.Reset)
+			i = j
+		case c == 't' || c == 'f' || c == 'n':
+			j := i + 1
+			for j < len(s) && s[j] >= 'a' && s[j] <= 'z' {
+				j++
+			}
+			b.WriteString(st.Magenta)
+			b.WriteString(s[i:j])
+			b.WriteString(st.Reset)
+			i = j
+		default:
+			j := i + 1
+			for j < len(s) && s[j] != '"' && s[j] != '-' && (s[j] < '0' || s[j] > '9') && s[j] != 't' && s[j] != 'f' && s[j] != 'n' {
+				j++
+			}
+			b.WriteString(s[i:j])
+			i = j
+		}
+	}
+}
+
+func extension(mime string) string {
+	mime, _, _ = strings.Cut(mime, ";")
+	switch strings.TrimSpace(strings.ToLower(mime)) {
+	case "image/png":
+		return ".png"
+	case "image/jpeg", "image/jpg":
+		return ".jpg"
+	case "image/gif":
+		return ".gif"
+	case "image/webp":
+		return ".webp"
+	case "image/svg+xml":
+		return ".svg"
+	case "audio/wav", "audio/x-wav", "audio/wave":
+		return ".wav"
+	case "audio/mpeg", "audio/mp3":
+		return ".mp3"
+	case "audio/ogg":
+		return ".ogg"
+	case "audio/flac":
+		return ".flac"
+	case "application/pdf":
+		return ".pdf"
+	case "application/json":
+		return ".json"
+	case "text/plain":
+		return ".txt"
+	case "application/zip":
+		return ".zip"
+	}
+	return ".bin"
+}
+
+func orUnknown(mime string) string {
+	if mime == "" {
+		return "unknown type"
+	}
+	return mime
+}
+
+func paren(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// sizeString is a byte count for people: "812 B", "12.3 KB", "1.0 MB".
+func sizeString(n int) string {
+	switch {
+	case n < 1024:
+		return fmt.Sprintf("%d B", n)
+	case n < 1024*1024:
+		return fmt.Sprintf("%.1f KB", float64(n)/1024)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/(1024*1024))
+}
+
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
