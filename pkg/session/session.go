@@ -127,7 +127,8 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 		Session: s.name,
 		Logger:  s.log.With(zap.String("node", id)),
 		OnState: func(from, to node.State, reason string) {
-			if to == node.Ready || to == node.Stopped || to == node.Error {
+			// READY after BUSY is the end of a call: the tools are the same.
+			if (to == node.Ready && from != node.Busy) || to == node.Stopped || to == node.Error {
 				s.invalidateTools(e)
 			}
 			s.hub.publish(stateEvent(id, from, to, reason))
