@@ -1,0 +1,72 @@
+package node
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func BenchmarkValidateArguments(b *testing.B) {
+	cases := []struct {
+		name, schema, args string
+	}{
+		{"identity", `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`, `{"text":"hello"}`},
+		{"nested", editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}], "mode": "append", "dryRun": null}`},
+		{"full_validation", editSchema, `{"path": "a", "count": 3}`}, // minimum/maximum: beyond the scan
+		{"error", readFileSchema, `{"pth": "/tmp/a"}`},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			tool := clientTool(b, c.schema)
+			args := json.RawMessage(c.args)
+			_ = ValidateArguments(tool, args)
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = ValidateArguments(tool, args)
+			}
+		})
+	}
+}
+
+func benchNodes(nodes, tools int) []NodeTools {
+	ns := make([]NodeTools, nodes)
+	for i := range ns {
+		ns[i].Node = fmt.Sprintf("node%d", i)
+		for j := 0; j < tools; j++ {
+			ns[i].Tools = append(ns[i].Tools, &mcp.Tool{Name: fmt.Sprintf("tool.number_%d", j)})
+		}
+	}
+	return ns
+}
+
+func BenchmarkNewToolset(b *testing.B) {
+	nodes := benchNodes(50, 200)
+	b.ReportAllocs()
+	for b.Loop() {
+		NewToolset(nodes)
+	}
+}
+
+func BenchmarkLookup(b *testing.B) {
+	ts := NewToolset(benchNodes(50, 200))
+	for _, name := range []string{"node49.tool.number_199", "node49__tool_number_199"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok := ts.Lookup(name); !ok {
+					b.Fatal("not found")
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkResultText(b *testing.B) {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		ResultText(res, 0)
+	}
+}

@@ -1,0 +1,295 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// readFileSchema is what a client sees for server-filesystem's read_file.
+const readFileSchema = `{
+	"type": "object",
+	"properties": {
+		"path": {"type": "string", "description": "the file to read"},
+		"head": {"type": "number", "description": "only the first N lines"},
+		"tail": {"type": "integer"}
+	},
+	"required": ["path"],
+	"additionalProperties": false
+}`
+
+const editSchema = `{
+	"type": "object",
+	"properties": {
+		"path": {"type": "string"},
+		"edits": {"type": "array", "items": {
+			"type": "object",
+			"properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+			"required": ["oldText", "newText"],
+			"additionalProperties": false
+		}},
+		"mode": {"type": "string", "enum": ["replace", "append"]},
+		"dryRun": {"type": ["boolean", "null"], "default": false},
+		"count": {"type": "integer", "minimum": 1, "maximum": 10},
+		"name": {"type": "string", "minLength": 2, "pattern": "^[a-z]+$"},
+		"tags": {"type": "array", "maxItems": 2}
+	},
+	"required": ["path"]
+}`
+
+// clientTool returns a tool as an MCP client lists it: the schema is a
+// map[string]any.
+func clientTool(t testing.TB, schema string) *mcp.Tool {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(schema), &m); err != nil {
+		t.Fatal(err)
+	}
+	return &mcp.Tool{Name: "t", InputSchema: m}
+}
+
+func TestValidateArguments(t *testing.T) {
+	tests := []struct {
+		name, schema, args string
+		want               string // "" for valid; else the message after "invalid arguments: "
+	}{
+		{"valid", readFileSchema, `{"path": "/tmp/a"}`, ""},
+		{"valid all", readFileSchema, `{"path": "/tmp/a", "head": 2.5, "tail": 3}`, ""},
+		{"integer written as 3.0", readFileSchema, `{"path": "/tmp/a", "tail": 3.0}`, ""},
+		{"escaped key", readFileSchema, `{"p\u0061th": "/tmp/a"}`, ""},
+		{"wrong type", readFileSchema, `{"path": 3}`, `argument "path": expected string, got number`},
+		{"fraction for integer", readFileSchema, `{"path": "a", "tail": 1.5}`, `argument "tail": expected integer, got number 1.5`},
+		{"null", readFileSchema, `{"path": null}`, `argument "path": expected string, got null`},
+		{"missing", readFileSchema, `{}`, `missing required argument "path" (string: the file to read)`},
+		{"empty args", readFileSchema, ``, `missing required argument "path" (string: the file to read)`},
+		{"typo", readFileSchema, `{"pth": "/tmp/a"}`, `unknown argument "pth" (did you mean "path"?); missing required argument "path" (string: the file to read)`},
+		{"unknown far", readFileSchema, `{"path": "a", "recursive": true}`, `unknown argument "recursive" (known arguments: "head", "path", "tail")`},
+		{"several", readFileSchema, `{"path": 1, "head": "x"}`, `argument "head": expected number, got string; argument "path": expected string, got number`},
+		{"array args", readFileSchema, `["/tmp/a"]`, `arguments must be a JSON object such as {"name": "value"}, got array`},
+		{"string args", readFileSchema, `"/tmp/a"`, `arguments must be a JSON object such as {"name": "value"}, got string "/tmp/a"`},
+		{"null args", readFileSchema, `null`, `arguments must be a JSON object such as {"name": "value"}, got null`},
+		{"bad JSON", readFileSchema, `{"path": "/tmp/a"`, `arguments are not valid JSON (unexpected end of JSON input); send a JSON object such as {"name": "value"}`},
+		{"trailing data", readFileSchema, `{"path": "a"} x`, `arguments are not valid JSON (invalid character 'x' after top-level value); send a JSON object such as {"name": "value"}`},
+
+		{"nested valid", editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}], "mode": "append", "dryRun": null, "count": 3, "name": "ab", "tags": []}`, ""},
+		{"nested missing", editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}, {"oldText": "x"}]}`, `missing required argument "edits[1].newText" (string)`},
+		{"nested type", editSchema, `{"path": "a", "edits": [{"oldText": 1, "newText": "y"}]}`, `argument "edits[0].oldText": expected string, got number`},
+		{"nested unknown", editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y", "newtext": "z"}]}`, `unknown argument "edits[0].newtext" (did you mean "newText"?)`},
+		{"enum", editSchema, `{"path": "a", "mode": "prepend"}`, `argument "mode": expected one of "replace", "append", got "prepend"`},
+		{"type list", editSchema, `{"path": "a", "dryRun": "yes"}`, `argument "dryRun": expected boolean or null, got string`},
+		{"minimum", editSchema, `{"path": "a", "count": 0}`, `argument "count": must be at least 1, got 0`},
+		{"maximum", editSchema, `{"path": "a", "count": 11}`, `argument "count": must be at most 10, got 11`},
+		{"minLength", editSchema, `{"path": "a", "name": "a"}`, `argument "name": must be at least 2 characters long, got 1`},
+		{"pattern", editSchema, `{"path": "a", "name": "AB"}`, `argument "name": must match the pattern "^[a-z]+$", got "AB"`},
+		{"maxItems", editSchema, `{"path": "a", "tags": [1, 2, 3]}`, `argument "tags": must have at most 2 items, got 3`},
+		{"open object", editSchema, `{"path": "a", "extra": {"deep": [1]}}`, ""},
+
+		{"no properties", `{"type": "object"}`, `{"anything": [1, {"x": null}]}`, ""},
+		{"no properties closed", `{"type": "object", "additionalProperties": false}`, `{"x": 1}`, `unknown argument "x" (this takes no arguments)`},
+		{"additionalProperties schema", `{"type": "object", "additionalProperties": {"type": "string"}}`, `{"x": 1}`, `argument "x": expected string, got number`},
+		{"anyOf types", `{"type": "object", "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}}`, `{"v": true}`,
+			`argument "v": expected string or integer, got boolean`},
+		{"oneOf falls back to the library", `{"type": "object", "properties": {"v": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}}`, `{"v": 3}`,
+			`argument "v": oneOf: validated against both <anonymous schema> and <anonymous schema>`},
+		{"anyOf valid", `{"type": "object", "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}}`, `{"v": 3}`, ""},
+		{"ref", `{"type": "object", "$defs": {"p": {"type": "string"}}, "properties": {"v": {"$ref": "#/$defs/p"}}}`, `{"v": 3}`,
+			`argument "v": type: 3 has type "integer", want "string"`},
+		{"draft-07", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}`, `{}`,
+			`missing required argument "a" (string)`},
+		{"draft-04 is read as 2020-12", `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"a": {"type": "string"}}}`, `{"a": 1}`,
+			`argument "a": expected string, got number`},
+
+		// Schemas that cannot be used: only the object shape is checked.
+		{"remote ref", `{"$ref": "https://example.com/schema.json"}`, `{"a": 1}`, ""},
+		{"unknown type name", `{"type": "object", "properties": {"f": {"type": "file"}}}`, `{"f": 1}`, ""},
+		{"draft-03 required", `{"type": "object", "properties": {"a": {"type": "string", "required": true}}}`, `{"a": 1}`, ""},
+		{"unusable schema still wants an object", `{"$ref": "https://example.com/schema.json"}`, `[1]`, `arguments must be a JSON object such as {"name": "value"}, got array`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := ValidateArguments(clientTool(t, tt.schema), json.RawMessage(tt.args))
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("ValidateArguments(%s) = %v, want nil", tt.args, err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("ValidateArguments(%s) = nil, want %q", tt.args, tt.want)
+			}
+			if !errors.Is(err, ErrBadArgs) {
+				t.Errorf("error %v does not wrap ErrBadArgs", err)
+			}
+			if got := strings.TrimPrefix(err.Error(), "invalid arguments: "); got != tt.want {
+				t.Errorf("ValidateArguments(%s)\n got: %s\nwant: %s", tt.args, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestValidateSchemaForms: the schema may come as a map (client), a
+// *jsonschema.Schema (Go server), raw JSON, or be missing.
+func TestValidateSchemaForms(t *testing.T) {
+	forms := map[string]any{
+		"map":     clientTool(t, readFileSchema).InputSchema,
+		"raw":     json.RawMessage(readFileSchema),
+		"bytes":   []byte(readFileSchema),
+		"*Schema": mustSchema(t, readFileSchema),
+		"Schema":  *mustSchema(t, readFileSchema),
+		"anonymous": struct {
+			Type     string   `json:"type"`
+			Required []string `json:"required"`
+		}{"object", []string{"path"}},
+	}
+	for name, schema := range forms {
+		tool := &mcp.Tool{Name: "read_file", InputSchema: schema}
+		if err := ValidateArguments(tool, json.RawMessage(`{"path": "/a"}`)); err != nil {
+			t.Errorf("%s: valid arguments rejected: %v", name, err)
+		}
+		err := ValidateArguments(tool, json.RawMessage(`{}`))
+		if err == nil || !strings.Contains(err.Error(), `missing required argument "path"`) {
+			t.Errorf("%s: missing path: got %v", name, err)
+		}
+	}
+	for _, schema := range []any{nil, json.RawMessage(nil), json.RawMessage("null")} {
+		tool := &mcp.Tool{Name: "t", InputSchema: schema}
+		if err := ValidateArguments(tool, json.RawMessage(`{"x": 1}`)); err != nil {
+			t.Errorf("schema %v: %v", schema, err)
+		}
+		if err := ValidateArguments(tool, json.RawMessage(`1`)); err == nil {
+			t.Errorf("schema %v: a number was accepted as arguments", schema)
+		}
+	}
+	if err := ValidateArguments(nil, nil); err != nil {
+		t.Errorf("nil tool: %v", err)
+	}
+}
+
+func mustSchema(t *testing.T, s string) *jsonschema.Schema {
+	t.Helper()
+	var sc jsonschema.Schema
+	if err := json.Unmarshal([]byte(s), &sc); err != nil {
+		t.Fatal(err)
+	}
+	return &sc
+}
+
+// TestFastCheckAgreesWithLibrary: whatever the fast scan accepts, the
+// library accepts; and ValidateArguments agrees with the library always.
+func TestFastCheckAgreesWithLibrary(t *testing.T) {
+	schemas := []string{readFileSchema, editSchema,
+		`{"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string", "enum": ["a\"b", "é", "x"]}}}`,
+		`{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}}}`,
+		`{"type": "object", "properties": {"o": {"type": "object", "properties": {"k": {"type": "boolean"}}, "required": ["k"]}}}`,
+	}
+	args := []string{
+		`{}`, `{"path": "a"}`, `{"path": "a\nb"}`, `{"path": "\u00e9"}`, `{"path": "a", "path": 1}`, `{"path": 1, "path": "a"}`,
+		`{"n": 1}`, `{"n": 1.0}`, `{"n": 1e3}`, `{"n": -0}`, `{"n": 01}`, `{"n": 1.}`, `{"n": -}`, `{"n": 1e}`,
+		`{"s": "a\"b"}`, `{"s": "é"}`, `{"s": "\u00e9"}`, `{"s": "y"}`, `{"s": "x"}`,
+		`{"a": [[1, 2.5], []]}`, `{"a": [[1, "x"]]}`, `{"a": [1]}`, `{"a": [[1,]]}`,
+		`{"o": {"k": true}}`, `{"o": {}}`, `{"o": {"k": nul}}`, `{"o": {"k": tru}}`,
+		`{"path": "a", "edits": [{"oldText": "x", "newText": "y"}]}`, `{"path": "a", "edits": [{"oldText": "x"}]}`,
+		`{"path": "a", "mode": "append"}`, `{"path": "a", "mode": "\u0061ppend"}`,
+		`{"path": "a"  }  `, `  {"path": "a"} x`, `{"path" "a"}`, `{"path": "a",}`, `{path: "a"}`, `{"path": "a\x"}`, "{\"path\": \"a\tb\"}",
+		`{"path": "a\ud800"}`, `[]`, `1`, `"s"`, `true`, `null`, ``,
+	}
+	for _, sc := range schemas {
+		tool := clientTool(t, sc)
+		c := compiledFor(tool)
+		for _, a := range args {
+			data := []byte(a)
+			if isBlank(data) {
+				data = emptyObject
+			}
+			var v any
+			truth := json.Unmarshal(data, &v) == nil
+			if truth {
+				_, isObj := v.(map[string]any)
+				truth = isObj && c.resolved.Validate(v) == nil
+			}
+			if c.fast.check(data) && !truth {
+				t.Errorf("schema %s\nfast check accepts %s, the library does not", sc, a)
+			}
+			if got := ValidateArguments(tool, json.RawMessage(a)) == nil; got != truth {
+				t.Errorf("schema %s\nValidateArguments(%s) valid=%v, library valid=%v", sc, a, got, truth)
+			}
+		}
+	}
+}
+
+// TestValidateFastPathAllocs: the common case allocates nothing.
+func TestValidateFastPathAllocs(t *testing.T) {
+	tool := clientTool(t, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
+	args := json.RawMessage(`{"text":"hello"}`)
+	if err := ValidateArguments(tool, args); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = ValidateArguments(tool, args) }); n > 0 {
+		t.Errorf("ValidateArguments allocates %v times per call, want 0", n)
+	}
+}
+
+// TestSchemaCacheForgetsTools: the cache does not keep a tool alive, and
+// forgets its entry once the tool is collected.
+func TestSchemaCacheForgetsTools(t *testing.T) {
+	count := func() int {
+		schemaCache.mu.RLock()
+		defer schemaCache.mu.RUnlock()
+		return len(schemaCache.m)
+	}
+	before := count()
+	func() {
+		for i := 0; i < 10; i++ {
+			tool := clientTool(t, readFileSchema)
+			if err := ValidateArguments(tool, json.RawMessage(`{"path":"a"}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for count() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("cache still holds %d entries (had %d before); collected tools are not forgotten", count(), before)
+		}
+		runtime.GC() // cleanups run after a collection
+		runtime.Gosched()
+	}
+}
+
+func TestSchemaCacheSeesNewTool(t *testing.T) {
+	// A tool is compiled once: a second call uses the cached schema.
+	tool := clientTool(t, readFileSchema)
+	if compiledFor(tool) != compiledFor(tool) {
+		t.Error("the schema was compiled twice for one tool")
+	}
+	other := clientTool(t, `{"type":"object","properties":{"path":{"type":"integer"}}}`)
+	if err := ValidateArguments(other, json.RawMessage(`{"path": 1}`)); err != nil {
+		t.Errorf("another tool got the first tool's schema: %v", err)
+	}
+}
+
+func FuzzFastCheck(f *testing.F) {
+	for _, s := range []string{`{"path": "a"}`, `{"path": 1}`, `{"edits": [{"oldText": "x", "newText": "y"}], "path": "p"}`, `{"mode": "append", "path": "\u00e9"}`} {
+		f.Add(s)
+	}
+	tool := clientTool(f, editSchema)
+	c := compiledFor(tool)
+	f.Fuzz(func(t *testing.T, a string) {
+		if !c.fast.check([]byte(a)) {
+			return
+		}
+		var v any
+		if err := json.Unmarshal([]byte(a), &v); err != nil {
+			t.Fatalf("fast check accepts invalid JSON %q: %v", a, err)
+		}
+		if err := c.resolved.Validate(v); err != nil {
+			t.Fatalf("fast check accepts %q, the library says %v", a, err)
+		}
+	})
+}
