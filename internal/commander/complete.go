@@ -44,6 +44,14 @@ type ArgSpec struct {
 // Everything comes from cat and cmds: no round trip, so Tab stays fast on
 // nodes with many tools.
 func Complete(line string, pos int, cat Catalog, cmds []CommandSpec) (candidates []string, replaceLen int) {
+	candidates, replaceLen = complete(line, pos, cat, cmds)
+	if len(candidates) == 0 {
+		return nil, 0
+	}
+	return candidates, replaceLen
+}
+
+func complete(line string, pos int, cat Catalog, cmds []CommandSpec) ([]string, int) {
 	if pos < 0 {
 		return nil, 0
 	}

@@ -234,16 +234,17 @@ func toolOutput(t *mcp.Tool) string {
 // parameters (or the first optional one), the same as JSON, and the free
 // text form when the tool has one.
 func examples(node string, t *mcp.Tool, single bool) []string {
-	out := []string{exampleKV(node, t, false)}
+	var out []string
+	raw := rawParam(t)
+	if raw != "" && single {
+		out = append(out, fmt.Sprintf("@%s %s", node, placeholder(toolSchema(t), raw, nil)))
+	}
+	out = append(out, exampleKV(node, t, false))
 	if j := exampleJSON(node, t); j != "" {
 		out = append(out, j)
 	}
-	if raw := rawParam(t); raw != "" {
-		if single {
-			out = append(out, fmt.Sprintf("@%s %s", node, placeholder(toolSchema(t), raw, nil)))
-		} else {
-			out = append(out, fmt.Sprintf("@%s %s %s", node, t.Name, placeholder(toolSchema(t), raw, nil)))
-		}
+	if raw != "" && !single {
+		out = append(out, fmt.Sprintf("@%s %s %s", node, t.Name, placeholder(toolSchema(t), raw, nil)))
 	}
 	return slices.Compact(out)
 }

@@ -149,7 +149,8 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 	if len(values) == 0 && structured != nil {
 		values = append(values, string(structured))
 	}
-	r.Value = strings.Join(values, "\n")
+	// Like a shell's $(…), a reference drops the trailing newlines.
+	r.Value = strings.TrimRight(strings.Join(values, "\n"), "\n")
 	if len(parts) == 0 {
 		parts = append(parts, part{"(no output)\n", partMeta})
 	}
@@ -178,8 +179,16 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 		cut := cutPoint(r.Full, limit)
 		kept = keepPrefix(parts, cut)
 		rest := r.Full[cut:]
-		kept = append(kept, part{fmt.Sprintf("… %s more (%s lines) not shown; full output: %s\n",
-			sizeString(len(rest)), commas(strings.Count(rest, "\n")), r.FullPlaceholder), partMeta})
+		lines := strings.Count(rest, "\n")
+		if !strings.HasSuffix(rest, "\n") {
+			lines++
+		}
+		unit := "lines"
+		if lines == 1 {
+			unit = "line"
+		}
+		kept = append(kept, part{fmt.Sprintf("… %s more (%s %s) not shown; full output: %s\n",
+			sizeString(len(rest)), commas(lines), unit, r.FullPlaceholder), partMeta})
 	} else {
 		kept = parts
 	}
