@@ -4,12 +4,14 @@ package all
 
 import (
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
+	"github.com/nerve-dev/nerve/internal/nodes/llm"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
 
 // Register adds every built-in node kind to r.
 func Register(r *session.Registry) {
 	r.Register(identity.Kind, identity.New)
+	r.Register(llm.Kind, llm.New)
 }
 
 // Registry returns a new registry with every built-in kind.
