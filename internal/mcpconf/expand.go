@@ -1,0 +1,253 @@
+package mcpconf
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// UnsetError reports a ${NAME} reference to a variable that is not set and
+// has no default. nerve never passes such a reference on literally.
+type UnsetError struct {
+	// Name is the variable's name.
+	Name string
+	// Ref is the reference as written between the braces, without a
+	// default: "GITHUB_TOKEN", or "env:GITHUB_TOKEN" in VS Code's form.
+	Ref string
+}
+
+func (e *UnsetError) Error() string {
+	return fmt.Sprintf("variable ${%s} is not set (set it, or write ${%s:-default})", e.Ref, e.Ref)
+}
+
+// refError is a reference nerve cannot expand: bad syntax, or a VS Code
+// ${input:...} / ${command:...} form that needs an editor.
+type refError struct {
+	msg string
+	// vscode is set for a well-formed ${prefix:...} reference other than
+	// ${env:...}; Parse reports those as warnings, Expand as errors.
+	vscode bool
+}
+
+func (e *refError) Error() string { return e.msg }
+
+// Expand replaces ${NAME} with the value lookup returns for NAME, and
+// ${NAME:-default} with the default when NAME is unset or empty (as in the
+// shell). The default may itself contain references. VS Code's ${env:NAME}
+// is the same as ${NAME}. $${ is a literal ${; any other $ is kept as is.
+// Values are inserted verbatim: a value containing ${ is not expanded again.
+//
+// An unset variable without a default is an *UnsetError.
+func Expand(s string, lookup func(string) (string, bool)) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	out, _, err := expandText(s, 0, false, true, lookup)
+	return out, err
+}
+
+// expandText expands s from byte i. Inside a default (inner) it stops at the
+// '}' that closes the default and returns the index after it. When eval is
+// false it only checks the syntax (a default that is not used).
+func expandText(s string, i int, inner, eval bool, lookup func(string) (string, bool)) (string, int, error) {
+	var b strings.Builder
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case inner && c == '}':
+			return b.String(), i + 1, nil
+		case c != '$':
+			b.WriteByte(c)
+			i++
+		case strings.HasPrefix(s[i:], "$${"):
+			b.WriteString("${")
+			i += 3
+		case strings.HasPrefix(s[i:], "${"):
+			v, next, err := expandRef(s, i, eval, lookup)
+			if err != nil {
+				return "", 0, err
+			}
+			b.WriteString(v)
+			i = next
+		default:
+			b.WriteByte('$')
+			i++
+		}
+	}
+	if inner {
+		return "", 0, errUnterminated(s, 0)
+	}
+	return b.String(), i, nil
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func isLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !(s[i] >= 'a' && s[i] <= 'z' || s[i] >= 'A' && s[i] <= 'Z') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func scanName(s string, j int) int {
+	for j < len(s) && isNameByte(s[j]) {
+		j++
+	}
+	return j
+}
+
+func errUnterminated(s string, i int) error {
+	return &refError{msg: fmt.Sprintf("unterminated variable reference in %q: close it with } (or write $${ for a literal ${)", s[i:])}
+}
+
+// expandRef expands the reference that starts with "${" at s[i].
+func expandRef(s string, i int, eval bool, lookup func(string) (string, bool)) (string, int, error) {
+	j := i + 2
+	k := scanName(s, j)
+	if k < len(s) && s[k] == ':' && !strings.HasPrefix(s[k:], ":-") && isLetters(s[j:k]) {
+		prefix := s[j:k]
+		if prefix != "env" {
+			end := strings.IndexByte(s[k:], '}')
+			if end < 0 {
+				return "", 0, errUnterminated(s, i)
+			}
+			ref := s[i : k+end+1]
+			if prefix == "input" {
+				return "", 0, &refError{vscode: true, msg: fmt.Sprintf("%s is a VS Code input, which nerve cannot prompt for: set an environment variable and write ${NAME} instead", ref)}
+			}
+			return "", 0, &refError{vscode: true, msg: fmt.Sprintf("%s is a VS Code variable nerve does not support: set an environment variable and write ${NAME} instead", ref)}
+		}
+		j = k + 1
+		k = scanName(s, j)
+	}
+	name, ref := s[j:k], s[i+2:k]
+	if k >= len(s) {
+		return "", 0, errUnterminated(s, i)
+	}
+	if name == "" || name[0] >= '0' && name[0] <= '9' || s[k] != '}' && !strings.HasPrefix(s[k:], ":-") {
+		shown := s[i:]
+		if end := strings.IndexByte(s[i:], '}'); end >= 0 {
+			shown = s[i : i+end+1]
+		}
+		return "", 0, &refError{msg: fmt.Sprintf("invalid variable reference %s: write ${NAME} or ${NAME:-default}, NAME made of letters, digits and _ (or write $${ for a literal ${)", shown)}
+	}
+	var val string
+	var set bool
+	if eval {
+		val, set = lookup(name)
+	}
+	if s[k] == '}' {
+		if eval && !set {
+			return "", 0, &UnsetError{Name: name, Ref: ref}
+		}
+		return val, k + 1, nil
+	}
+	useDefault := !set || val == ""
+	def, next, err := expandText(s, k+2, true, eval && useDefault, lookup)
+	if err != nil {
+		var re *refError
+		if errors.As(err, &re) && strings.HasPrefix(re.msg, "unterminated") {
+			return "", 0, errUnterminated(s, i)
+		}
+		return "", 0, err
+	}
+	if useDefault {
+		return def, next, nil
+	}
+	return val, next, nil
+}
+
+// checkRefs reports the syntax errors of the references in s without
+// looking anything up.
+func checkRefs(s string) error {
+	if !strings.Contains(s, "${") {
+		return nil
+	}
+	_, err := Expand(s, func(string) (string, bool) { return "x", true })
+	return err
+}
+
+// Expand returns s with every ${VAR} in its command, arguments, env values,
+// cwd, url and header values expanded by lookup (os.LookupEnv, usually).
+// file names the config in error messages; it may be empty.
+func (s Server) Expand(lookup func(string) (string, bool), file string) (Server, error) {
+	fail := func(field string, err error) error {
+		prefix := fmt.Sprintf("server %q: ", s.Name)
+		if file != "" {
+			prefix = file + ": " + prefix
+		}
+		var ue *UnsetError
+		if errors.As(err, &ue) {
+			return fmt.Errorf("%s%w", prefix, err)
+		}
+		return fmt.Errorf("%s%s: %w", prefix, field, err)
+	}
+	out := s.clone()
+	var err error
+	for i, a := range s.Command {
+		field := `"command"`
+		if i > 0 {
+			field = fmt.Sprintf(`"args[%d]"`, i-1)
+		}
+		if out.Command[i], err = Expand(a, lookup); err != nil {
+			return Server{}, fail(field, err)
+		}
+	}
+	if out.Cwd, err = Expand(s.Cwd, lookup); err != nil {
+		return Server{}, fail(`"cwd"`, err)
+	}
+	for _, k := range sortedKeys(s.Env) {
+		if out.Env[k], err = Expand(s.Env[k], lookup); err != nil {
+			return Server{}, fail(fmt.Sprintf("%q", "env."+k), err)
+		}
+	}
+	if out.URL, err = Expand(s.URL, lookup); err != nil {
+		return Server{}, fail(`"url"`, err)
+	}
+	for _, k := range sortedKeys(s.Headers) {
+		if out.Headers[k], err = Expand(s.Headers[k], lookup); err != nil {
+			return Server{}, fail(fmt.Sprintf("%q", "headers."+k), err)
+		}
+	}
+	if out.Transport != "stdio" && out.URL != "" {
+		u, err := url.Parse(out.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return Server{}, fail(`"url"`, fmt.Errorf("%q is not an http:// or https:// URL", out.URL))
+		}
+	}
+	return out, nil
+}
+
+func (s Server) clone() Server {
+	c := s
+	c.Command = slices.Clone(s.Command)
+	c.Env = cloneMap(s.Env)
+	c.Headers = cloneMap(s.Headers)
+	return c
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
