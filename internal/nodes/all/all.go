@@ -5,6 +5,7 @@ package all
 import (
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
 	"github.com/nerve-dev/nerve/internal/nodes/llm"
+	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcp"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
 
@@ -12,6 +13,7 @@ import (
 func Register(r *session.Registry) {
 	r.Register(identity.Kind, identity.New)
 	r.Register(llm.Kind, llm.New)
+	r.Register(mcpnode.Kind, mcpnode.New)
 }
 
 // Registry returns a new registry with every built-in kind.

@@ -1,0 +1,189 @@
+package mcpnode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// ErrTimeout is wrapped by the error of a call that ran out of time.
+var ErrTimeout = errors.New("call timed out")
+
+// ErrInterrupted is wrapped by the error of a call cut short by Interrupt.
+var ErrInterrupted = errors.New("call interrupted")
+
+var errStopping = errors.New("the node was stopped while the call ran")
+
+// call is one tool call in flight.
+type call struct {
+	req    *node.CallRequest
+	cancel context.CancelCauseFunc
+	idle   time.Duration
+	timer  *time.Timer // cancels the call after idle without progress
+}
+
+// CallTool calls one of the server's tools. Calls run concurrently; the
+// node is BUSY while at least one is in flight. A call is cancelled (and the
+// server told so) when ctx ends, on Interrupt, after the node's timeout
+// without progress, or at the absolute cap. None of these puts the node in
+// ERROR; a connection lost mid-call does, and the call's error says why.
+func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	if err := n.BeginCall(); err != nil {
+		return nil, err
+	}
+	n.mu.RLock()
+	c := n.conn
+	_, known := n.toolIndex[req.Tool]
+	n.mu.RUnlock()
+	if c == nil {
+		n.EndCall(true)
+		return nil, n.notReady()
+	}
+	if !known {
+		n.EndCall(true)
+		return nil, fmt.Errorf("%w %q: node %q has no such tool (list its tools with `@%s ?`)", node.ErrUnknownTool, req.Tool, n.ID(), n.ID())
+	}
+	res, err := n.call(ctx, c, req)
+	n.EndCall(err != nil || res == nil || res.IsError)
+	return res, err
+}
+
+func (n *Node) callTimeout() time.Duration {
+	if d := time.Duration(n.opts.Timeout); d > 0 {
+		return d
+	}
+	if n.server.Timeout > 0 {
+		return n.server.Timeout
+	}
+	return DefaultCallTimeout
+}
+
+func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	token := "nerve-" + strconv.FormatInt(n.seq.Add(1), 10)
+	idle := n.callTimeout()
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	capCtx, capCancel := context.WithTimeoutCause(cctx, n.cfg.callCap,
+		fmt.Errorf("%w: tool %q ran for %v, nerve's cap for any call; the server was told to cancel it", ErrTimeout, req.Tool, n.cfg.callCap))
+	defer capCancel()
+	cl := &call{req: req, cancel: cancel, idle: idle}
+	cl.timer = time.AfterFunc(idle, func() {
+		cancel(fmt.Errorf("%w: tool %q sent no result or progress for %v, so nerve cancelled it (raise the node's timeout, e.g. --timeout 5m, if it needs longer)", ErrTimeout, req.Tool, idle))
+	})
+	n.callsMu.Lock()
+	n.calls[token] = cl
+	n.callsMu.Unlock()
+	defer func() {
+		cl.timer.Stop()
+		n.callsMu.Lock()
+		delete(n.calls, token)
+		n.callsMu.Unlock()
+	}()
+
+	params := &mcp.CallToolParams{Name: req.Tool}
+	if len(req.Arguments) > 0 && string(req.Arguments) != "null" {
+		params.Arguments = req.Arguments
+	}
+	params.SetProgressToken(token)
+	res, err := c.cs.CallTool(capCtx, params)
+	if err == nil {
+		return res, nil
+	}
+	if capCtx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("call to %q cancelled (the server was told): %w", req.Tool, context.Cause(ctx))
+		}
+		return nil, context.Cause(capCtx)
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		// The server answered with an error: the connection is fine.
+		return nil, fmt.Errorf("tool %q on node %q: the server refused the call: %s (code %d)", req.Tool, n.ID(), werr.Message, werr.Code)
+	}
+	// The connection broke: wait for the watcher to say why.
+	t := time.NewTimer(n.cfg.stopGrace + n.cfg.termGrace + time.Second)
+	defer t.Stop()
+	select {
+	case <-c.done:
+		if c.fault != nil {
+			return nil, fmt.Errorf("tool %q on node %q failed: %w", req.Tool, n.ID(), c.fault)
+		}
+	case <-t.C:
+	}
+	return nil, fmt.Errorf("tool %q on node %q: %w", req.Tool, n.ID(), err)
+}
+
+// Interrupt cancels every call in flight; the server is told of each with
+// notifications/cancelled and the node stays usable.
+func (n *Node) Interrupt(ctx context.Context) error {
+	n.cancelCalls(ErrInterrupted)
+	return nil
+}
+
+func (n *Node) cancelCalls(cause error) {
+	n.callsMu.Lock()
+	defer n.callsMu.Unlock()
+	for _, cl := range n.calls {
+		cl.cancel(cause)
+	}
+}
+
+func (n *Node) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req.Params != nil {
+		n.progress(req.Params)
+	}
+}
+
+func (n *Node) progress(p *mcp.ProgressNotificationParams) {
+	tok, ok := p.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	n.callsMu.Lock()
+	cl := n.calls[tok]
+	n.callsMu.Unlock()
+	if cl == nil {
+		return
+	}
+	cl.timer.Reset(cl.idle) // progress keeps a call alive
+	cl.req.Emit(node.CallEvent{Kind: node.EventProgress, Progress: p.Progress, Total: p.Total, Message: p.Message})
+}
+
+// onLog passes a server's log message to the observers of the calls in
+// flight. MCP log messages name no request, so with several calls in
+// flight each of them sees it.
+func (n *Node) onLog(_ context.Context, req *mcp.LoggingMessageRequest) {
+	if req.Params != nil {
+		n.logMessage(req.Params)
+	}
+}
+
+func (n *Node) logMessage(p *mcp.LoggingMessageParams) {
+	data, err := json.Marshal(p.Data)
+	if err != nil {
+		data = nil
+	}
+	n.log.Debug("server log", zap.String("level", string(p.Level)), zap.String("logger", p.Logger), zap.ByteString("data", data))
+	ev := node.CallEvent{Kind: node.EventLog, Level: string(p.Level), Logger: p.Logger, Data: data}
+	if s, ok := p.Data.(string); ok {
+		ev.Text = s
+	}
+	n.callsMu.Lock()
+	observers := make([]*node.CallRequest, 0, len(n.calls))
+	for _, cl := range n.calls {
+		observers = append(observers, cl.req)
+	}
+	n.callsMu.Unlock()
+	for _, r := range observers {
+		r.Emit(ev)
+	}
+}

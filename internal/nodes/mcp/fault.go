@@ -1,0 +1,70 @@
+package mcpnode
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// explain turns the error that ended (or prevented) a connection into a
+// message a person can act on: what happened, what to try, and the tail of
+// the server's stderr. startTimedOut says the start timeout ran out.
+func (n *Node) explain(err error, p *process, starting, startTimedOut bool) string {
+	var msg string
+	when := "unexpectedly"
+	if starting {
+		when = "during start"
+	}
+	var syn *json.SyntaxError
+	errText := ""
+	if err != nil {
+		errText = err.Error()
+	}
+	how, exited := "", false
+	if p != nil {
+		how, exited = p.exitedByItself()
+	}
+	switch {
+	case strings.Contains(errText, "maximum line length"):
+		limit := n.cfg.maxLine
+		if limit == 0 {
+			limit = 16 << 20
+		}
+		msg = fmt.Sprintf("the server wrote a line longer than %d MB on stdout, over nerve's limit for one message; nerve closed the connection (does a tool return something huge? ask it for less)", limit>>20)
+	case errors.As(err, &syn) || strings.Contains(errText, "invalid character") || strings.Contains(errText, "invalid trailing data") || strings.Contains(errText, "looking for beginning of value"):
+		quote := ""
+		if p != nil {
+			if s := p.stdout.last(); s != "" {
+				quote = fmt.Sprintf(" (%q)", s)
+			}
+		}
+		msg = fmt.Sprintf("the server wrote something that is not JSON-RPC on its stdout%s: a stdio MCP server must write only MCP messages there and its logs to stderr (is this the right command, started in stdio mode?)", quote)
+	case exited:
+		msg = fmt.Sprintf("the server %s %s", how, when)
+		if starting {
+			msg += " (check the command, its arguments and its environment; run it by hand to see why)"
+		}
+	case starting && startTimedOut:
+		if p != nil {
+			msg = fmt.Sprintf("the server did not answer initialize within %v: is this an MCP server speaking stdio? (a server that downloads itself first, e.g. with npx, may need it installed beforehand)", n.cfg.startTimeout)
+		} else {
+			msg = fmt.Sprintf("the server at %s did not answer initialize within %v: is the URL right and the server up?", n.server.URL, n.cfg.startTimeout)
+		}
+	case err == nil || errors.Is(err, io.EOF):
+		if p != nil {
+			msg = fmt.Sprintf("the server closed its stdout %s", when)
+		} else {
+			msg = fmt.Sprintf("the server closed the connection %s", when)
+		}
+	case p == nil && starting:
+		msg = fmt.Sprintf("connecting to %s: %v (is the URL right, the server up, and the transport %q the one it speaks?)", n.server.URL, err, n.server.Transport)
+	default:
+		msg = fmt.Sprintf("the connection to the server failed %s: %v", when, err)
+	}
+	if p != nil {
+		msg += tail(p.stderr.Lines(), 10)
+	}
+	return msg
+}

@@ -1,0 +1,582 @@
+package mcpnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/internal/mcpconf"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// Kind is the node kind name.
+const Kind = mcpconf.Kind
+
+// ProtocolVersion is the MCP protocol version nerve asks for: the latest
+// final one. The SDK would first try a draft handshake and fall back, which
+// costs a round trip on every connect.
+const ProtocolVersion = "2025-11-25"
+
+// Defaults; see docs/mcp.md.
+const (
+	DefaultCallTimeout  = 60 * time.Second // a call with no progress for this long is cancelled
+	DefaultCallCap      = 10 * time.Minute // no call runs longer, progress or not
+	DefaultStartTimeout = 30 * time.Second // connect + initialize + listing
+	defaultStopGrace    = 200 * time.Millisecond
+	defaultTermGrace    = 2 * time.Second
+	defaultRestartBase  = time.Second
+	defaultRestartMax   = time.Minute
+	// RestartOnFailure is the restart policy that brings a node back from
+	// ERROR by itself, with exponential backoff.
+	RestartOnFailure = "on-failure"
+)
+
+// config holds the settings that are not part of a spec: defaults, and the
+// hooks tests and benchmarks use.
+type config struct {
+	startTimeout time.Duration
+	callCap      time.Duration
+	stopGrace    time.Duration
+	termGrace    time.Duration
+	restartBase  time.Duration
+	restartMax   time.Duration
+	// maxLine bounds one line a stdio server writes; 0 means the SDK's
+	// default (16 MB).
+	maxLine int
+	// transport, when set, replaces the spec's transport (in-memory
+	// servers in tests and benchmarks).
+	transport func() mcp.Transport
+	lookup    func(string) (string, bool)
+	environ   func() []string
+}
+
+func defaultConfig() config {
+	return config{
+		startTimeout: DefaultStartTimeout,
+		callCap:      DefaultCallCap,
+		stopGrace:    defaultStopGrace,
+		termGrace:    defaultTermGrace,
+		restartBase:  defaultRestartBase,
+		restartMax:   defaultRestartMax,
+		lookup:       os.LookupEnv,
+		environ:      os.Environ,
+	}
+}
+
+// Node is an mcp node. Its methods are safe for concurrent use.
+type Node struct {
+	node.Base
+	server mcpconf.Server // as written: ${VAR} expanded at each start
+	opts   mcpconf.Options
+	env    node.Env
+	log    *zap.Logger
+	cfg    config
+
+	// lifeMu serialises start, stop and restart.
+	lifeMu sync.Mutex
+
+	// mu guards the fields below.
+	mu            sync.RWMutex
+	conn          *conn
+	tools         []*mcp.Tool
+	toolIndex     map[string]*mcp.Tool
+	resources     []*mcp.Resource
+	templates     []*mcp.ResourceTemplate
+	prompts       []*mcp.Prompt
+	initResult    *mcp.InitializeResult
+	lastStderr    *ring // of the current or last process
+	pid           int
+	wantRunning   bool
+	restartCancel context.CancelFunc
+	restartDone   chan struct{}
+	restarts      int
+	failStreak    int
+	onUpdated     func(uri string)
+
+	// callsMu guards calls.
+	callsMu sync.Mutex
+	calls   map[string]*call // by progress token
+	seq     atomic.Int64
+}
+
+// New is the mcp kind's node.Factory.
+func New(spec node.Spec, env node.Env) (node.Node, error) {
+	return newNode(spec, env, defaultConfig())
+}
+
+func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
+	srv, opts, err := mcpconf.ServerFromSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	switch opts.Restart {
+	case "", "no", "never", RestartOnFailure:
+	default:
+		return nil, fmt.Errorf("mcp node %q: unknown restart policy %q: use %q, or leave it out for none", spec.ID, opts.Restart, RestartOnFailure)
+	}
+	n := &Node{server: srv, opts: opts, env: env, log: env.Log(), cfg: cfg, calls: map[string]*call{}}
+	n.Init(spec, env)
+	return n, nil
+}
+
+// conn is one connection to the server, from connect to close.
+type conn struct {
+	cs   *mcp.ClientSession
+	proc *process // nil for http and sse
+	// ctx is done when the connection ends; requests the server makes of
+	// the person (sampling, elicitation) honour it.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	closing atomic.Bool   // nerve is closing it: its end is no fault
+	done    chan struct{} // closed when the watcher has set fault
+	fault   error
+	// refresh wakes the refresher; pending says which lists.
+	refresh chan struct{}
+	pending atomic.Uint32
+	wg      sync.WaitGroup
+	started time.Time
+	// tapped: progress and log notifications come through tapConn, not
+	// the SDK's handlers.
+	tapped bool
+}
+
+const (
+	listTools uint32 = 1 << iota
+	listResources
+	listPrompts
+)
+
+func (c *conn) requestRefresh(what uint32) {
+	c.pending.Or(what)
+	select {
+	case c.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// Start connects to the server, initializes the session and lists what it
+// offers. It returns once the node is READY or ERROR.
+func (n *Node) Start(ctx context.Context) error {
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	n.mu.Lock()
+	n.wantRunning = true
+	n.mu.Unlock()
+	return n.startLocked(ctx)
+}
+
+func (n *Node) startLocked(ctx context.Context) error {
+	if err := n.Machine.ToIf(node.Starting, "", node.Created, node.Stopped); err != nil {
+		return fmt.Errorf("starting node %q: %w", n.ID(), err)
+	}
+	c, err := n.connect(ctx)
+	if err != nil {
+		n.Machine.To(node.Error, err.Error())
+		return err
+	}
+	c.wg.Add(2)
+	go func() { defer c.wg.Done(); n.watch(c) }()
+	go func() { defer c.wg.Done(); n.refresher(c) }()
+	if err := n.Machine.ToIf(node.Ready, "", node.Starting); err != nil {
+		// The server died between listing and now; the watcher said why.
+		<-c.done
+		if c.fault != nil {
+			return c.fault
+		}
+		return err
+	}
+	return nil
+}
+
+// connect makes a new connection and lists the server's tools, resources
+// and prompts. On error nothing is left running.
+func (n *Node) connect(ctx context.Context) (*conn, error) {
+	srv, err := n.server.Expand(n.cfg.lookup, "")
+	if err != nil {
+		return nil, fmt.Errorf("mcp node %q: %w", n.ID(), err)
+	}
+	c := &conn{done: make(chan struct{}), refresh: make(chan struct{}, 1), started: time.Now()}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+
+	var t mcp.Transport
+	switch {
+	case n.cfg.transport != nil:
+		t = &tapTransport{Transport: n.cfg.transport(), n: n}
+		c.tapped = true
+	case srv.Transport == "stdio":
+		env := mcpconf.ChildEnv(srv, n.cfg.environ())
+		p, err := startProcess(srv.Command, env, srv.Cwd, n.cfg.stopGrace, n.cfg.termGrace)
+		if err != nil {
+			c.cancel()
+			return nil, err
+		}
+		c.proc = p
+		t = &tapTransport{Transport: p.transport(n.cfg.maxLine), n: n}
+		c.tapped = true
+		n.mu.Lock()
+		n.lastStderr, n.pid = p.stderr, p.pid
+		n.mu.Unlock()
+	case srv.Transport == "sse":
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+	default:
+		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+	}
+
+	client := n.newClient(c)
+	if err := n.setRoots(client, srv); err != nil {
+		c.cancel()
+		if c.proc != nil {
+			c.proc.shutdown()
+		}
+		return nil, err
+	}
+	sctx, cancel := context.WithTimeout(ctx, n.cfg.startTimeout)
+	defer cancel()
+	fail := func(err error) (*conn, error) {
+		c.closing.Store(true) // the fault is reported here, not by a watcher
+		c.cancel()
+		if c.cs != nil {
+			n.closeSession(ctx, c)
+		}
+		if c.proc != nil {
+			if _, ok := c.proc.exitedByItself(); !ok {
+				// It may be exiting right now; give it a moment so the
+				// message can say how it ended.
+				c.proc.waitExited(ctx, 50*time.Millisecond)
+			}
+			msg := n.explain(err, c.proc, true, sctx.Err() != nil && ctx.Err() == nil)
+			c.proc.shutdown()
+			return nil, errors.New(msg)
+		}
+		return nil, errors.New(n.explain(err, nil, true, sctx.Err() != nil && ctx.Err() == nil))
+	}
+	cs, err := client.Connect(sctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		return fail(err)
+	}
+	c.cs = cs
+	if err := n.discover(sctx, c, listTools|listResources|listPrompts); err != nil {
+		return fail(err)
+	}
+	n.mu.Lock()
+	n.conn = c
+	n.initResult = cs.InitializeResult()
+	n.mu.Unlock()
+	return c, nil
+}
+
+func (n *Node) newClient(c *conn) *mcp.Client {
+	impl := &mcp.Implementation{Name: "nerve", Version: nerveVersion()}
+	onLog, onProgress := n.onLog, n.onProgress
+	if c.tapped {
+		onLog = func(context.Context, *mcp.LoggingMessageRequest) {}
+		onProgress = func(context.Context, *mcp.ProgressNotificationClientRequest) {}
+	}
+	return mcp.NewClient(impl, &mcp.ClientOptions{
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return n.sample(ctx, c, req.Params)
+		},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return n.elicit(ctx, c, req.Params)
+		},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.requestRefresh(listTools) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.requestRefresh(listResources) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { c.requestRefresh(listPrompts) },
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			n.mu.RLock()
+			f := n.onUpdated
+			n.mu.RUnlock()
+			if f != nil && req.Params != nil {
+				f(req.Params.URI)
+			}
+		},
+		LoggingMessageHandler:       onLog,
+		ProgressNotificationHandler: onProgress,
+	})
+}
+
+func nerveVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// setRoots offers the server the node's roots: the configured ones, or the
+// folder a stdio server runs in.
+func (n *Node) setRoots(client *mcp.Client, srv mcpconf.Server) error {
+	dirs := make([]string, 0, len(n.opts.Roots)+1)
+	for _, r := range n.opts.Roots {
+		d, err := mcpconf.Expand(r, n.cfg.lookup)
+		if err != nil {
+			return fmt.Errorf("mcp node %q: roots: %w", n.ID(), err)
+		}
+		dirs = append(dirs, d)
+	}
+	if len(dirs) == 0 {
+		switch {
+		case srv.Cwd != "":
+			dirs = append(dirs, srv.Cwd)
+		case srv.Transport == "stdio":
+			if wd, err := os.Getwd(); err == nil {
+				dirs = append(dirs, wd)
+			}
+		}
+	}
+	roots := make([]*mcp.Root, 0, len(dirs))
+	for _, d := range dirs {
+		if strings.HasPrefix(d, "file://") {
+			roots = append(roots, &mcp.Root{URI: d})
+			continue
+		}
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return fmt.Errorf("mcp node %q: root %q: %w", n.ID(), d, err)
+		}
+		roots = append(roots, &mcp.Root{URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs)})
+	}
+	client.AddRoots(roots...)
+	return nil
+}
+
+// httpClient returns a client that adds headers to every request.
+func httpClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return nil
+	}
+	h := make(http.Header, len(headers))
+	for k, v := range headers {
+		h.Set(k, v)
+	}
+	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: h}}
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers http.Header
+}
+
+func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, vs := range t.headers {
+		req.Header[k] = vs
+	}
+	return t.base.RoundTrip(req)
+}
+
+// watch waits for the connection to end. An end nerve did not ask for is
+// a fault: the node goes ERROR with the reason (and may restart).
+func (n *Node) watch(c *conn) {
+	err := c.cs.Wait()
+	if c.closing.Load() {
+		close(c.done)
+		return
+	}
+	if c.proc != nil {
+		c.proc.shutdown()
+	}
+	msg := n.explain(err, c.proc, false, false)
+	c.fault = errors.New(msg)
+	c.cancel()
+	close(c.done)
+	if n.Machine.ToIf(node.Error, msg, node.Starting, node.Ready, node.Busy) == nil {
+		n.log.Warn("mcp server failed", zap.String("reason", msg))
+		n.scheduleRestart(c)
+	}
+}
+
+// Stop closes the connection and ends the server. It is the way out of
+// ERROR; a pending automatic restart is cancelled.
+func (n *Node) Stop(ctx context.Context) error {
+	n.mu.Lock()
+	n.wantRunning = false
+	cancel, done := n.restartCancel, n.restartDone
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	return n.stopLocked(ctx)
+}
+
+func (n *Node) stopLocked(ctx context.Context) error {
+	switch n.State() {
+	case node.Created, node.Stopped:
+		return nil
+	}
+	if err := n.Machine.To(node.Stopping, ""); err != nil {
+		return fmt.Errorf("stopping node %q: %w", n.ID(), err)
+	}
+	n.mu.Lock()
+	c := n.conn
+	n.conn = nil
+	n.mu.Unlock()
+	if c != nil {
+		c.closing.Store(true)
+		c.cancel()
+		n.cancelCalls(errStopping)
+		n.closeSession(ctx, c)
+		c.wg.Wait()
+	}
+	return n.Machine.To(node.Stopped, "")
+}
+
+// closeSession ends the server (stdio: close stdin, wait, SIGTERM, SIGKILL
+// to its group) and the session.
+func (n *Node) closeSession(ctx context.Context, c *conn) {
+	if c.proc != nil {
+		c.proc.shutdown()
+	}
+	if c.cs == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		c.cs.Close()
+		close(done)
+	}()
+	// Close waits for in-flight requests; they were cancelled, and a stdio
+	// server is gone, so this is quick unless an HTTP server hangs.
+	t := time.NewTimer(n.cfg.stopGrace + n.cfg.termGrace + time.Second)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		n.log.Warn("closing the MCP session took too long; left it closing")
+	case <-ctx.Done():
+	}
+}
+
+// Restart stops and starts the node (also out of ERROR).
+func (n *Node) Restart(ctx context.Context) error {
+	if err := n.Stop(ctx); err != nil {
+		return err
+	}
+	return n.Start(ctx)
+}
+
+// scheduleRestart starts the on-failure restart loop after the connection c
+// failed, if the policy asks for it and nobody stopped the node.
+func (n *Node) scheduleRestart(c *conn) {
+	if n.opts.Restart != RestartOnFailure {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.wantRunning || n.restartCancel != nil {
+		return
+	}
+	if time.Since(c.started) > n.cfg.restartMax {
+		n.failStreak = 0 // it ran fine for a while: start the backoff over
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	n.restartCancel, n.restartDone = cancel, done
+	go func() {
+		defer close(done)
+		defer func() {
+			n.mu.Lock()
+			n.restartCancel, n.restartDone = nil, nil
+			n.mu.Unlock()
+			cancel()
+		}()
+		for {
+			n.mu.Lock()
+			delay := n.cfg.restartBase << min(n.failStreak, 16)
+			n.failStreak++
+			n.mu.Unlock()
+			delay = min(delay, n.cfg.restartMax)
+			n.log.Info("restarting the mcp server", zap.Duration("in", delay))
+			if wait(ctx.Done(), delay) {
+				return
+			}
+			n.lifeMu.Lock()
+			if ctx.Err() != nil {
+				n.lifeMu.Unlock()
+				return
+			}
+			_ = n.stopLocked(ctx)
+			err := n.startLocked(ctx)
+			n.lifeMu.Unlock()
+			if err == nil {
+				n.mu.Lock()
+				n.restarts++
+				n.mu.Unlock()
+				return
+			}
+			n.log.Warn("restart failed", zap.Error(err))
+		}
+	}()
+}
+
+// ListTools returns the server's tools, every page of them.
+func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.conn == nil {
+		return nil, n.notReady()
+	}
+	return n.tools, nil
+}
+
+func (n *Node) notReady() error {
+	st, reason := n.Machine.Get()
+	if st == node.Error {
+		return fmt.Errorf("node %q is ERROR (%s): %w; restart it with `:node restart %s`", n.ID(), reason, node.ErrNotReady, n.ID())
+	}
+	return fmt.Errorf("node %q is %s: %w", n.ID(), st, node.ErrNotReady)
+}
+
+// Info describes the node; Details holds the server's name, version,
+// protocol version, transport, pid and the counts of what it offers.
+func (n *Node) Info() node.Info {
+	info := n.BaseInfo()
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	info.Tools = len(n.tools)
+	d := map[string]any{"transport": n.server.Transport}
+	if n.server.Transport == "stdio" {
+		info.Summary = strings.Join(n.server.Command, " ")
+		if n.pid != 0 && n.conn != nil {
+			d["pid"] = n.pid
+		}
+	} else {
+		info.Summary = n.server.Transport + " " + n.server.URL
+		d["url"] = n.server.URL
+	}
+	if r := n.initResult; r != nil {
+		if r.ServerInfo != nil {
+			d["server_name"] = r.ServerInfo.Name
+			d["server_version"] = r.ServerInfo.Version
+			if r.ServerInfo.Title != "" {
+				d["server_title"] = r.ServerInfo.Title
+			}
+		}
+		d["protocol_version"] = r.ProtocolVersion
+		if r.Instructions != "" {
+			d["instructions"] = r.Instructions
+		}
+	}
+	d["resources"] = len(n.resources)
+	d["resource_templates"] = len(n.templates)
+	d["prompts"] = len(n.prompts)
+	if n.opts.Restart != "" {
+		d["restart"] = n.opts.Restart
+		d["restarts"] = n.restarts
+	}
+	info.Details = d
+	return info
+}

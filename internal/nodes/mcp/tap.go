@@ -1,0 +1,55 @@
+package mcpnode
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tapTransport hands progress and log notifications to the node in the
+// order they arrive, before the call's result. The SDK runs notification
+// handlers on another goroutine than the one that delivers responses, so a
+// log line sent just before a result would often reach a call that had
+// already returned.
+//
+// It is used for stdio and in-memory connections only: wrapping hides the
+// SDK's unexported per-connection hook, which streamable HTTP needs (for
+// its protocol-version header) and the newline-delimited stream does not.
+type tapTransport struct {
+	mcp.Transport
+	n *Node
+}
+
+func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &tapConn{Connection: c, n: t.n}, nil
+}
+
+type tapConn struct {
+	mcp.Connection
+	n *Node
+}
+
+func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
+		switch req.Method {
+		case "notifications/progress":
+			var p mcp.ProgressNotificationParams
+			if json.Unmarshal(req.Params, &p) == nil {
+				c.n.progress(&p)
+			}
+		case "notifications/message":
+			var p mcp.LoggingMessageParams
+			if json.Unmarshal(req.Params, &p) == nil {
+				c.n.logMessage(&p)
+			}
+		}
+	}
+	return msg, err
+}
