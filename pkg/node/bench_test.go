@@ -14,7 +14,8 @@ func BenchmarkValidateArguments(b *testing.B) {
 	}{
 		{"identity", `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`, `{"text":"hello"}`},
 		{"nested", editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}], "mode": "append", "dryRun": null}`},
-		{"full_validation", editSchema, `{"path": "a", "count": 3}`}, // minimum/maximum: beyond the scan
+		{"bounds", editSchema, `{"path": "a", "count": 3, "tags": ["x"]}`},
+		{"full_validation", editSchema, `{"path": "a", "name": "abc"}`}, // pattern: beyond the scan
 		{"error", readFileSchema, `{"pth": "/tmp/a"}`},
 	}
 	for _, c := range cases {

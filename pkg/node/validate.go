@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -275,6 +276,10 @@ type fastSchema struct {
 	extra    *fastSchema
 	items    *fastSchema
 	enum     []string // a string enum
+	// Bounds; nil when absent. A number equal to a bound goes to the full
+	// validation, which compares exactly.
+	minimum, maximum, exclMin, exclMax       *float64
+	minLength, maxLength, minItems, maxItems *int
 }
 
 type fastProp struct {
@@ -301,6 +306,8 @@ var annotationFields = map[string]bool{
 var fastFields = map[string]bool{
 	"Type": true, "Types": true, "Enum": true, "Properties": true,
 	"Required": true, "AdditionalProperties": true, "Items": true,
+	"Minimum": true, "Maximum": true, "ExclusiveMinimum": true, "ExclusiveMaximum": true,
+	"MinLength": true, "MaxLength": true, "MinItems": true, "MaxItems": true,
 }
 
 func compileFast(s *jsonschema.Schema, depth int) *fastSchema {
@@ -367,6 +374,8 @@ func compileFast(s *jsonschema.Schema, depth int) *fastSchema {
 	if s.Items != nil {
 		f.items = compileFast(s.Items, depth+1)
 	}
+	f.minimum, f.maximum, f.exclMin, f.exclMax = s.Minimum, s.Maximum, s.ExclusiveMinimum, s.ExclusiveMaximum
+	f.minLength, f.maxLength, f.minItems, f.maxItems = s.MinLength, s.MaxLength, s.MinItems, s.MaxItems
 	return f
 }
 
@@ -438,6 +447,17 @@ func (s *scanner) value(f *fastSchema) bool {
 		if f.types&kindString == 0 {
 			return false
 		}
+		if f.minLength != nil || f.maxLength != nil {
+			if escaped {
+				return false // the length is of the decoded string
+			}
+			// The decoder turns each invalid byte into one U+FFFD, as
+			// RuneCount counts it.
+			n := utf8.RuneCount(s.b[start:end])
+			if f.minLength != nil && n < *f.minLength || f.maxLength != nil && n > *f.maxLength {
+				return false
+			}
+		}
 		if f.enum != nil {
 			if escaped {
 				return false
@@ -466,8 +486,9 @@ func (s *scanner) value(f *fastSchema) bool {
 			return false
 		}
 	case c == '-' || '0' <= c && c <= '9':
+		start := s.i
 		integer, ok := s.number()
-		if !ok {
+		if !ok || !fitsFloat64(s.b[start:s.i]) || f != nil && !f.numberInBounds(s.b[start:s.i]) {
 			return false
 		}
 		kind = kindFraction
@@ -478,6 +499,32 @@ func (s *scanner) value(f *fastSchema) bool {
 		return false
 	}
 	return f == nil || f.types&kind != 0 && f.enum == nil
+}
+
+// fitsFloat64 reports whether a JSON number decodes into a float64, as the
+// full validation (and many servers) decode it: 1e400 does not.
+func fitsFloat64(num []byte) bool {
+	if len(num) < 300 && bytes.IndexAny(num, "eE") < 0 {
+		return true
+	}
+	_, err := strconv.ParseFloat(unsafe.String(&num[0], len(num)), 64)
+	return err == nil
+}
+
+// numberInBounds reports whether the number num is surely within f's
+// bounds. Rounding to float64 is monotonic, so a rounded value strictly
+// inside a bound means the exact one is too; a tie is left to the full
+// validation, which compares exactly.
+func (f *fastSchema) numberInBounds(num []byte) bool {
+	if f.minimum == nil && f.maximum == nil && f.exclMin == nil && f.exclMax == nil {
+		return true
+	}
+	v, err := strconv.ParseFloat(unsafe.String(&num[0], len(num)), 64)
+	if err != nil {
+		return false
+	}
+	return (f.minimum == nil || v > *f.minimum) && (f.maximum == nil || v < *f.maximum) &&
+		(f.exclMin == nil || v > *f.exclMin) && (f.exclMax == nil || v < *f.exclMax)
 }
 
 func (s *scanner) literal(lit string) bool {
@@ -557,31 +604,33 @@ func (s *scanner) array(f *fastSchema) bool {
 	if f != nil {
 		item = f.items
 	}
+	n := 0
 	s.ws()
 	if s.i < len(s.b) && s.b[s.i] == ']' {
 		s.i++
-		s.depth--
-		return true
-	}
-	for {
-		if !s.value(item) {
-			return false
-		}
-		s.ws()
-		if s.i >= len(s.b) {
-			return false
-		}
-		if s.b[s.i] == ',' {
+	} else {
+		for {
+			if !s.value(item) {
+				return false
+			}
+			n++
+			s.ws()
+			if s.i >= len(s.b) {
+				return false
+			}
+			if s.b[s.i] == ',' {
+				s.i++
+				continue
+			}
+			if s.b[s.i] != ']' {
+				return false
+			}
 			s.i++
-			continue
+			break
 		}
-		if s.b[s.i] != ']' {
-			return false
-		}
-		s.i++
-		s.depth--
-		return true
 	}
+	s.depth--
+	return f == nil || (f.minItems == nil || n >= *f.minItems) && (f.maxItems == nil || n <= *f.maxItems)
 }
 
 // str scans a string and returns the bounds of its contents.
@@ -670,6 +719,14 @@ func (s *scanner) number() (integer, ok bool) {
 func (c *compiled) validateSlow(data []byte) error {
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			if num, ok := strings.CutPrefix(typeErr.Value, "number "); ok {
+				// Valid JSON, but beyond float64: the full validation (and
+				// most servers) cannot read it.
+				return fmt.Errorf("%w: the number %s is out of range; send numbers within ±1.8e308", ErrBadArgs, num)
+			}
+		}
 		return fmt.Errorf("%w: arguments are not valid JSON (%v); send a JSON object such as {\"name\": \"value\"}", ErrBadArgs, err)
 	}
 	if _, ok := v.(map[string]any); !ok {

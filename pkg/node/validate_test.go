@@ -77,6 +77,8 @@ func TestValidateArguments(t *testing.T) {
 		{"bad JSON", readFileSchema, `{"path": "/tmp/a"`, `arguments are not valid JSON (unexpected end of JSON input); send a JSON object such as {"name": "value"}`},
 		{"trailing data", readFileSchema, `{"path": "a"} x`, `arguments are not valid JSON (invalid character 'x' after top-level value); send a JSON object such as {"name": "value"}`},
 
+		{"huge number", readFileSchema, `{"path": "a", "head": -1e400}`, `the number -1e400 is out of range; send numbers within ±1.8e308`},
+
 		{"nested valid", editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}], "mode": "append", "dryRun": null, "count": 3, "name": "ab", "tags": []}`, ""},
 		{"nested missing", editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}, {"oldText": "x"}]}`, `missing required argument "edits[1].newText" (string)`},
 		{"nested type", editSchema, `{"path": "a", "edits": [{"oldText": 1, "newText": "y"}]}`, `argument "edits[0].oldText": expected string, got number`},
@@ -187,6 +189,8 @@ func TestFastCheckAgreesWithLibrary(t *testing.T) {
 		`{"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string", "enum": ["a\"b", "é", "x"]}}}`,
 		`{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}}}`,
 		`{"type": "object", "properties": {"o": {"type": "object", "properties": {"k": {"type": "boolean"}}, "required": ["k"]}}}`,
+		`{"type": "object", "properties": {"n": {"type": "number", "minimum": 0.1, "maximum": 10}, "x": {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
+			"s": {"type": "string", "minLength": 2, "maxLength": 3}, "a": {"type": "array", "minItems": 1, "maxItems": 2}}}`,
 	}
 	args := []string{
 		`{}`, `{"path": "a"}`, `{"path": "a\nb"}`, `{"path": "\u00e9"}`, `{"path": "a", "path": 1}`, `{"path": 1, "path": "a"}`,
@@ -197,6 +201,10 @@ func TestFastCheckAgreesWithLibrary(t *testing.T) {
 		`{"path": "a", "edits": [{"oldText": "x", "newText": "y"}]}`, `{"path": "a", "edits": [{"oldText": "x"}]}`,
 		`{"path": "a", "mode": "append"}`, `{"path": "a", "mode": "\u0061ppend"}`,
 		`{"path": "a"  }  `, `  {"path": "a"} x`, `{"path" "a"}`, `{"path": "a",}`, `{path: "a"}`, `{"path": "a\x"}`, "{\"path\": \"a\tb\"}",
+		`{"n": 0.1}`, `{"n": 0.10000000000000000001}`, `{"n": 0.09999999999999999999}`, `{"n": 10}`, `{"n": 10.0000000000000000001}`, `{"n": 1e400}`, `{"n": -1e400}`,
+		`{"x": 0}`, `{"x": 0.5}`, `{"x": 1}`, `{"x": 1e-400}`, `{"x": "not a number"}`,
+		`{"s": "ab"}`, `{"s": "abcd"}`, `{"s": "日本"}`, `{"s": "a\u00e9"}`, `{"s": "a\u00e9zz"}`, "{\"s\": \"\xff\xfe\"}", "{\"s\": \"\xff\"}",
+		`{"a": []}`, `{"a": [1]}`, `{"a": [1, [2, 3]]}`, `{"a": [1, 2, 3]}`,
 		`{"path": "a\ud800"}`, `[]`, `1`, `"s"`, `true`, `null`, ``,
 	}
 	for _, sc := range schemas {
