@@ -192,3 +192,44 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// FuzzParse checks that no input makes Parse panic, that every error names
+// the file, and that what parses is consistent.
+func FuzzParse(f *testing.F) {
+	inputs, _ := filepath.Glob("testdata/*.json")
+	for _, in := range inputs {
+		data, err := os.ReadFile(in)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := Parse("f.json", data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.json") {
+				t.Fatalf("error does not name the file: %v", err)
+			}
+			return
+		}
+		for _, s := range cfg.Servers {
+			switch s.Transport {
+			case "stdio":
+				if len(s.Command) == 0 || s.URL != "" {
+					t.Fatalf("stdio server %+v", s)
+				}
+			case "http", "sse":
+				if s.URL == "" || s.Command != nil {
+					t.Fatalf("%s server %+v", s.Transport, s)
+				}
+			default:
+				t.Fatalf("transport %q", s.Transport)
+			}
+		}
+		for _, w := range cfg.Warnings {
+			if !strings.HasPrefix(w, "f.json:") {
+				t.Fatalf("warning does not name the file: %s", w)
+			}
+		}
+	})
+}
