@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // Tool names. A qualified name is "node.tool" (people, the MCP endpoint);
@@ -43,7 +45,7 @@ func SplitQualified(name string) (node, tool string, ok bool) {
 // 64 characters. Two tools may share an LLMName (a.b-c and a.b_c do not, but
 // x."a.b" and x."a_b" do); a Toolset gives each of those the hash form.
 func LLMName(node, tool string) string {
-	base := sanitize(node + llmSeparator + tool)
+	base := llmBase(node, tool)
 	if len(base) <= MaxLLMNameLen {
 		return base
 	}
@@ -58,37 +60,38 @@ func hashedName(base, qualified string, hexLen int) string {
 	sum := sha256.Sum256([]byte(qualified))
 	h := hex.EncodeToString(sum[:])[:hexLen]
 	if keep := MaxLLMNameLen - 1 - hexLen; len(base) > keep {
-		base = base[:keep] // base is ASCII after sanitize: any cut is clean
+		base = base[:keep] // base is ASCII: any cut is clean
 	}
 	return base + "_" + h
 }
 
-// sanitize maps every byte outside [a-zA-Z0-9_-] to '_'; a multi-byte
-// UTF-8 character becomes a single '_'. The empty string becomes "_".
-func sanitize(s string) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		if !llmSafe(s[i]) {
-			clean = false
-			break
+// llmBase is node + "__" + tool with every byte outside [a-zA-Z0-9_-]
+// mapped to '_' (a multi-byte UTF-8 character to a single '_'), built in
+// one allocation.
+func llmBase(node, tool string) string {
+	b := make([]byte, 0, len(node)+len(llmSeparator)+len(tool))
+	b = appendSanitized(b, node)
+	b = append(b, llmSeparator...)
+	b = appendSanitized(b, tool)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+}
+
+func appendSanitized(b []byte, s string) []byte {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if !llmSafe(c) {
+				c = '_'
+			}
+			b = append(b, c)
+			i++
+			continue
 		}
+		_, n := utf8.DecodeRuneInString(s[i:])
+		b = append(b, '_')
+		i += n
 	}
-	if clean && s != "" {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		if r < 0x80 && llmSafe(byte(r)) {
-			b.WriteByte(byte(r))
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	if b.Len() == 0 {
-		return "_"
-	}
-	return b.String()
+	return b
 }
 
 func llmSafe(c byte) bool {

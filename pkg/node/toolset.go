@@ -109,7 +109,7 @@ func (t *Toolset) bump(level []uint8, i int) {
 	}
 	level[i]++
 	e := &t.entries[i]
-	e.LLMName = hashedName(sanitize(e.Node+llmSeparator+e.Tool.Name), e.Qualified, hashLevels[level[i]])
+	e.LLMName = hashedName(llmBase(e.Node, e.Tool.Name), e.Qualified, hashLevels[level[i]])
 }
 
 // Tools returns every entry. The slice must not be modified.
