@@ -71,3 +71,17 @@ func BenchmarkResultText(b *testing.B) {
 		ResultText(res, 0)
 	}
 }
+
+// BenchmarkValidateArgumentsParallel is the identity case from every core,
+// as a session under load runs it.
+func BenchmarkValidateArgumentsParallel(b *testing.B) {
+	tool := clientTool(b, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
+	args := json.RawMessage(`{"text":"hello"}`)
+	_ = ValidateArguments(tool, args)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			_ = ValidateArguments(tool, args)
+		}
+	})
+}
