@@ -1,0 +1,160 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/daemon"
+	"github.com/nerve-dev/nerve/internal/logging"
+	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// startTimeout bounds waiting for a daemon we started to answer.
+const startTimeout = 10 * time.Second
+
+// embeddedNodes are the nodes an embedded session starts with.
+var embeddedNodes = []node.Spec{{ID: "bash", Kind: "bash"}}
+
+// Connect returns the client commands use: env.Client if set; an embedded
+// daemon in memory with --embedded; otherwise the daemon on the socket,
+// started first when it does not answer.
+func (e *Env) Connect(ctx context.Context) (*client.Client, error) {
+	if e.Client != nil {
+		return e.Client, nil
+	}
+	if e.conn == nil {
+		e.conn = &connState{}
+	}
+	if e.conn.client != nil {
+		return e.conn.client, nil
+	}
+	var c *client.Client
+	var err error
+	if e.Embedded {
+		c, err = e.connectEmbedded(ctx)
+	} else {
+		c, _, err = e.connectDaemon(ctx, true)
+	}
+	if err != nil {
+		return nil, err
+	}
+	e.conn.client = c
+	return c, nil
+}
+
+func (e *Env) newClient(socket string, dial func(context.Context) (net.Conn, error)) *client.Client {
+	opts := client.Options{
+		Socket:  socket,
+		Version: Version(),
+		OnVersionMismatch: func(v string) {
+			fmt.Fprintf(e.Stderr, "nerve: warning: the daemon is version %s and this nerve is %s; restart it with `nerve daemon stop` (the next command starts this version)\n", v, Version())
+		},
+	}
+	if dial != nil {
+		opts.Dial = dial
+	}
+	return client.New(opts)
+}
+
+func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
+	p, err := e.paths()
+	if err != nil {
+		return nil, err
+	}
+	log, closeLog, err := logging.Open(p.Log, e.getenv("NERVE_LOG_LEVEL"))
+	if err != nil {
+		return nil, err
+	}
+	emb, err := daemon.StartEmbedded(ctx, &daemon.Options{
+		Registry:     all.Registry(),
+		Logger:       log.Named("embedded"),
+		Version:      Version(),
+		DefaultNodes: embeddedNodes,
+	})
+	if err != nil {
+		closeLog()
+		return nil, err
+	}
+	e.conn.embedded = emb
+	e.conn.closeLog = closeLog
+	return e.newClient("", emb.Dial), nil
+}
+
+// connectDaemon returns a client of the daemon on the socket. With start,
+// a daemon that does not answer is started (detached) and waited for;
+// started says whether this call started it.
+func (e *Env) connectDaemon(ctx context.Context, start bool) (c *client.Client, started bool, err error) {
+	p, err := e.paths()
+	if err != nil {
+		return nil, false, err
+	}
+	c = e.newClient(p.Socket, nil)
+	_, err = c.Version(ctx)
+	if err == nil || !errors.Is(err, client.ErrDaemonUnavailable) || !start {
+		return c, false, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, false, fmt.Errorf("finding this program to start the daemon: %w; start it yourself with `nerve daemon start --foreground`", err)
+	}
+	proc, err := daemon.Spawn(exe, p, os.Environ())
+	if err != nil {
+		return nil, false, err
+	}
+	exited := make(chan struct{})
+	go func() { _, _ = proc.Wait(); close(exited) }()
+	if err := waitReady(ctx, c, exited); err != nil {
+		return nil, false, fmt.Errorf("%w; see the log: %s%s", err, p.Log, logTail(p.Log, 5))
+	}
+	return c, true, nil
+}
+
+// waitReady polls the socket until the daemon answers. A daemon that exits
+// at once may have lost the race to another one starting at the same
+// moment, so its exit only shortens the wait.
+func waitReady(ctx context.Context, c *client.Client, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	delay := 2 * time.Millisecond
+	var exitDeadline <-chan time.Time
+	for {
+		_, err := c.Version(ctx)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, client.ErrDaemonUnavailable) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the daemon did not answer within %v: %w", startTimeout, err)
+		case <-exited:
+			exited = nil
+			exitDeadline = time.After(time.Second)
+		case <-exitDeadline:
+			return errors.New("the daemon exited as it started")
+		case <-time.After(delay):
+			delay = min(delay*2, 50*time.Millisecond)
+		}
+	}
+}
+
+// logTail returns the last n lines of the log file, indented, for an error.
+func logTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil || len(data) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "\n  " + strings.Join(lines, "\n  ")
+}

@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/daemon"
+	"github.com/nerve-dev/nerve/internal/logging"
+	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/pkg/client"
+)
+
+func daemonCmd() *Command {
+	return &Command{
+		Name:    "daemon",
+		Summary: "start, stop and inspect the per-user daemon",
+		Usage:   "daemon COMMAND",
+		Help: `Every command starts the daemon when it is not running; these commands
+manage it by hand. Its log is in the state folder (see ` + "`nerve daemon status`" + `).`,
+		Sub: []*Command{
+			{
+				Name:    "start",
+				Summary: "start the daemon (detached unless --foreground)",
+				Usage:   "daemon start [--foreground]",
+				Flags: []*Flag{
+					{Name: "foreground", Usage: "run in this process until SIGTERM or SIGINT (for systemd, launchd, debugging)"},
+				},
+				Local: true,
+				Run:   runDaemonStart,
+			},
+			{Name: "stop", Summary: "stop every node and the daemon", Usage: "daemon stop", Local: true, Run: runDaemonStop},
+			{Name: "status", Summary: "say whether the daemon runs, its version, pid and sessions", Usage: "daemon status", Local: true, Run: runDaemonStatus},
+		},
+	}
+}
+
+func runDaemonStart(ctx context.Context, env *Env, inv *Invocation) error {
+	if len(inv.Args) > 0 {
+		return usagef(inv, "`nerve daemon start` takes no arguments")
+	}
+	if inv.Bool("foreground") {
+		return runForeground(ctx, env)
+	}
+	c, started, err := env.connectDaemon(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	v, err := c.Version(ctx)
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, v)
+	}
+	if started {
+		fmt.Fprintf(env.Stdout, "daemon started (pid %d)\n", v.PID)
+	} else {
+		fmt.Fprintf(env.Stdout, "daemon already running (pid %d)\n", v.PID)
+	}
+	return nil
+}
+
+// runForeground is the daemon process.
+func runForeground(ctx context.Context, env *Env) error {
+	p, err := env.paths()
+	if err != nil {
+		return err
+	}
+	if err := p.Ensure(); err != nil {
+		return err
+	}
+	log, closeLog, err := logging.Open(p.Log, env.getenv("NERVE_LOG_LEVEL"))
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = daemon.Run(ctx, daemon.Options{
+		Registry: all.Registry(),
+		Logger:   log.Named("daemon"),
+		Version:  Version(),
+		Paths:    p,
+	}, func() {
+		fmt.Fprintf(env.Stderr, "nerve daemon %s listening on %s (pid %d)\n", Version(), p.Socket, os.Getpid())
+	})
+	if errors.Is(err, daemon.ErrRunning) {
+		return err
+	}
+	return err
+}
+
+func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
+	c, _, err := env.connectDaemon(ctx, false)
+	if errors.Is(err, client.ErrDaemonUnavailable) {
+		fmt.Fprintln(env.Stderr, "daemon is not running")
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	v, err := c.Version(ctx)
+	if err != nil {
+		return err
+	}
+	if err := c.Shutdown(ctx); err != nil {
+		return err
+	}
+	// Wait until the socket stops answering, so a following command
+	// starts a new daemon instead of finding the old one.
+	deadline := time.Now().Add(daemon.StopTimeout + 2*time.Second)
+	for time.Now().Before(deadline) {
+		c.Close()
+		if _, err := c.Version(ctx); errors.Is(err, client.ErrDaemonUnavailable) {
+			if !env.JSON {
+				fmt.Fprintf(env.Stdout, "daemon stopped (pid %d)\n", v.PID)
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("daemon (pid %d) is still answering after %v: see `nerve daemon status` and the log", v.PID, daemon.StopTimeout+2*time.Second)
+}
+
+func runDaemonStatus(ctx context.Context, env *Env, inv *Invocation) error {
+	p, err := env.paths()
+	if err != nil {
+		return err
+	}
+	c, _, err := env.connectDaemon(ctx, false)
+	if err != nil {
+		if errors.Is(err, client.ErrDaemonUnavailable) {
+			if env.JSON {
+				_ = printJSON(env, map[string]any{"running": false, "socket": p.Socket})
+			}
+			return fmt.Errorf("daemon is not running (socket %s): any command starts it, or `nerve daemon start`", p.Socket)
+		}
+		return err
+	}
+	defer c.Close()
+	v, err := c.Version(ctx)
+	if err != nil {
+		return err
+	}
+	ss, err := c.Sessions(ctx)
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, map[string]any{"running": true, "daemon": v, "sessions": ss, "log": p.Log})
+	}
+	fmt.Fprintf(env.Stdout, "daemon running: pid %d, version %s, up %s\n", v.PID, v.Version, time.Since(v.Started).Round(time.Second))
+	fmt.Fprintf(env.Stdout, "socket:   %s\nstate:    %s\nlog:      %s\ncall log: %s\n", v.Socket, v.StateDir, p.Log, p.CallLog)
+	var names []string
+	for _, s := range ss {
+		names = append(names, fmt.Sprintf("%s (%d nodes)", s.Name, s.Nodes))
+	}
+	fmt.Fprintf(env.Stdout, "sessions: %s\n", strings.Join(names, ", "))
+	for _, n := range v.Notices {
+		fmt.Fprintf(env.Stdout, "notice:   %s\n", n)
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+package daemon
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// callStream writes a call's lines. The status line is held back until
+// the first event, so a call that cannot be made at all (no such node,
+// bad arguments) still gets a proper HTTP status.
+type callStream struct {
+	w http.ResponseWriter
+	// mu guards the fields below: observers may run on any goroutine.
+	mu      sync.Mutex
+	enc     *json.Encoder
+	started bool
+	ended   bool
+}
+
+func (cs *callStream) startLocked() {
+	if cs.started {
+		return
+	}
+	cs.started = true
+	cs.w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	cs.w.WriteHeader(http.StatusOK)
+	cs.enc = json.NewEncoder(cs.w)
+}
+
+func (cs *callStream) send(line *api.CallLine) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.ended {
+		return
+	}
+	cs.startLocked()
+	if cs.enc.Encode(line) == nil {
+		flush(cs.w)
+	}
+}
+
+// end writes the last line: the result, or the error (as a status when
+// nothing was streamed yet).
+func (cs *callStream) end(res *mcp.CallToolResult, err error, took time.Duration) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.ended = true
+	if err != nil {
+		status, e := apiError(err)
+		if status == http.StatusInternalServerError {
+			status, e.Code = http.StatusBadGateway, api.CodeCallFailed
+		}
+		if !cs.started {
+			writeError(cs.w, status, e)
+			return
+		}
+		_ = cs.enc.Encode(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineError}, Error: &e, Duration: took})
+		return
+	}
+	cs.startLocked()
+	_ = cs.enc.Encode(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineResult}, Result: res, Duration: took})
+}
+
+func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
+	var req api.CallRequest
+	if err := readJSON(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	sessName, id := r.PathValue("session"), r.PathValue("node")
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	cs := &callStream{w: w}
+	ctx := r.Context()
+
+	// Forward the node's state changes during the call (BUSY, ERROR, …).
+	sub := s.Subscribe(64)
+	var fwd sync.WaitGroup
+	fwd.Go(func() {
+		for ev := range sub.C {
+			if ev.Kind == session.EventState && ev.Node == id {
+				cs.send(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineState}, From: ev.From, To: ev.To, Reason: ev.Reason})
+			}
+		}
+	})
+
+	start := time.Now()
+	res, err := s.Call(ctx, id, &node.CallRequest{
+		Tool:      req.Tool,
+		Arguments: req.Arguments,
+		Observe: func(ev node.CallEvent) {
+			cs.send(&api.CallLine{CallEvent: ev})
+		},
+	})
+	took := time.Since(start)
+	sub.Close()
+	fwd.Wait()
+	if err == nil && res == nil {
+		res = &mcp.CallToolResult{Content: []mcp.Content{}}
+	}
+	cs.end(res, err, took)
+	if d.calls != nil {
+		if lerr := d.calls.record(sessName, id, req.Tool, req.Arguments, start, res, err); lerr != nil {
+			d.log.Warn("writing the call log", zap.Error(lerr))
+		}
+	}
+}

@@ -1,0 +1,397 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// maxBody caps request bodies (specs, call arguments).
+const maxBody = 16 << 20
+
+// badRequestError marks an error as the client's fault (400).
+type badRequestError struct{ err error }
+
+func (e *badRequestError) Error() string { return e.err.Error() }
+func (e *badRequestError) Unwrap() error { return e.err }
+
+func badRequest(err error) error { return &badRequestError{err} }
+
+// apiError maps an error to its status and wire form: the one place that
+// decides which error is which status.
+func apiError(err error) (int, api.Error) {
+	var br *badRequestError
+	var snf *errSessionNotFound
+	code, status := api.CodeInternal, http.StatusInternalServerError
+	switch {
+	case errors.As(err, &snf):
+		code, status = api.CodeSessionNotFound, http.StatusNotFound
+	case errors.Is(err, node.ErrNotFound):
+		code, status = api.CodeNodeNotFound, http.StatusNotFound
+	case errors.Is(err, node.ErrUnknownTool):
+		code, status = api.CodeUnknownTool, http.StatusNotFound
+	case errors.Is(err, node.ErrBadArgs):
+		code, status = api.CodeBadArgs, http.StatusBadRequest
+	case errors.Is(err, session.ErrExists):
+		code, status = api.CodeExists, http.StatusConflict
+	case errors.Is(err, node.ErrNotReady):
+		code, status = api.CodeNotReady, http.StatusConflict
+	case errors.Is(err, session.ErrClosed):
+		code, status = api.CodeShuttingDown, http.StatusServiceUnavailable
+	case errors.As(err, &br):
+		code, status = api.CodeBadRequest, http.StatusBadRequest
+	}
+	return status, api.Error{Code: code, Message: err.Error()}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, e api.Error) {
+	writeJSON(w, status, api.ErrorBody{Error: e})
+}
+
+func writeErr(w http.ResponseWriter, err error) {
+	status, e := apiError(err)
+	writeError(w, status, e)
+}
+
+// readJSON decodes a request body into v, refusing unknown fields.
+func readJSON(r *http.Request, v any) error {
+	// Reading to EOF lets the server notice a client that goes away (and
+	// cancel r.Context()) while the handler works.
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	if err != nil {
+		return badRequest(fmt.Errorf("reading the request: %w", err))
+	}
+	if len(data) > maxBody {
+		return badRequest(fmt.Errorf("request body is over %d bytes", maxBody))
+	}
+	if err := decodeStrict(data, v); err != nil {
+		return badRequest(fmt.Errorf("decoding the request: %w", err))
+	}
+	return nil
+}
+
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+func (d *Daemon) handleNotFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound,
+		Message: fmt.Sprintf("no route %s %s in API v%s: is this nerve older than the client? try `nerve version`", r.Method, r.URL.Path, api.Version)})
+}
+
+func (d *Daemon) handleVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, api.VersionInfo{
+		Version:    d.opts.Version,
+		APIVersion: api.Version,
+		PID:        os.Getpid(),
+		Started:    d.started,
+		Embedded:   d.opts.Embedded,
+		StateDir:   d.stateDir(),
+		Socket:     d.opts.Socket,
+		Notices:    d.Notices(),
+	})
+}
+
+func (d *Daemon) stateDir() string {
+	if d.opts.Persist {
+		return d.opts.Paths.State
+	}
+	return ""
+}
+
+func (d *Daemon) handleKinds(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, d.opts.Registry.Kinds())
+}
+
+func (d *Daemon) handleShutdown(w http.ResponseWriter, r *http.Request) {
+	if d.opts.OnShutdown == nil {
+		writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeBadRequest,
+			Message: "this daemon is embedded in a process and stops with it"})
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+	d.opts.OnShutdown()
+}
+
+func (d *Daemon) handleSessions(w http.ResponseWriter, r *http.Request) {
+	d.mu.Lock()
+	names := d.namesLocked()
+	d.mu.Unlock()
+	out := make([]api.SessionInfo, 0, len(names))
+	for _, name := range names {
+		s, err := d.session(r.Context(), name, false)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		si := api.SessionInfo{Name: name, States: map[string]int{}}
+		for _, info := range s.Infos() {
+			si.Nodes++
+			si.States[info.State.String()]++
+		}
+		out = append(out, si)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleRemoveSession(w http.ResponseWriter, r *http.Request) {
+	if err := d.removeSession(r.Context(), r.PathValue("session")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (d *Daemon) sessionOf(r *http.Request, create bool) (*session.Session, error) {
+	return d.session(r.Context(), r.PathValue("session"), create)
+}
+
+func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.Infos())
+}
+
+func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) {
+	var spec node.Spec
+	if err := readJSON(r, &spec); err != nil {
+		writeErr(w, err)
+		return
+	}
+	s, err := d.sessionOf(r, true)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	n, err := s.Register(spec)
+	if err != nil {
+		if status, e := apiError(err); status != http.StatusInternalServerError {
+			writeError(w, status, e)
+		} else {
+			// A spec the factory refuses (unknown kind, bad options) is
+			// the caller's to fix.
+			writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeBadRequest, Message: err.Error()})
+		}
+		return
+	}
+	if err := n.Start(r.Context()); err != nil {
+		info, _ := s.Info(spec.ID)
+		writeError(w, http.StatusBadGateway, api.Error{Code: api.CodeStartFailed,
+			Message: fmt.Sprintf("node %q was added but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s` (or `nerve node rm %s`)", spec.ID, err, spec.ID, spec.ID, spec.ID),
+			Node:    &info})
+		return
+	}
+	info, err := s.Info(spec.ID)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, api.NodeResponse{Info: info})
+}
+
+func (d *Daemon) handleNode(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	id := r.PathValue("node")
+	info, err := s.Info(id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	spec, err := s.Spec(id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.NodeDetail{Info: info, Spec: spec})
+}
+
+func (d *Daemon) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("session")
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	id := r.PathValue("node")
+	if err := s.Remove(r.Context(), id); err != nil {
+		if errors.Is(err, node.ErrNotFound) && d.dropOrphan(name, id) {
+			writeJSON(w, http.StatusOK, struct{}{})
+			return
+		}
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+// dropOrphan forgets a saved node this daemon could not build.
+func (d *Daemon) dropOrphan(sess, id string) bool {
+	d.mu.Lock()
+	h, ok := d.sessions[sess]
+	d.mu.Unlock()
+	if !ok {
+		return false
+	}
+	h.orphanMu.Lock()
+	found := false
+	for i, o := range h.orphans {
+		if o.ID == id {
+			h.orphans = append(h.orphans[:i:i], h.orphans[i+1:]...)
+			found = true
+			break
+		}
+	}
+	h.orphanMu.Unlock()
+	if found && d.opts.Persist {
+		specs := append(h.s.Specs(), h.orphans...)
+		if err := saveSpecs(d.statePath(sess), sess, specs); err != nil {
+			d.log.Error("saving specs", zap.String("session", sess), zap.Error(err))
+		}
+	}
+	return found
+}
+
+func (d *Daemon) handleRestart(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	id := r.PathValue("node")
+	if err := s.Restart(r.Context(), id); err != nil {
+		status, e := apiError(err)
+		if status == http.StatusInternalServerError {
+			status, e.Code = http.StatusBadGateway, api.CodeStartFailed
+			if info, ierr := s.Info(id); ierr == nil {
+				e.Node = &info
+			}
+		}
+		writeError(w, status, e)
+		return
+	}
+	info, err := s.Info(id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.NodeResponse{Info: info})
+}
+
+func (d *Daemon) handleInterrupt(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.Interrupt(r.Context(), r.PathValue("node")); err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (d *Daemon) handleTools(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	tools, err := s.Tools(r.Context(), r.PathValue("node"))
+	if err != nil {
+		status, e := apiError(err)
+		if status == http.StatusInternalServerError {
+			status, e.Code = http.StatusBadGateway, api.CodeCallFailed
+		}
+		writeError(w, status, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, tools)
+}
+
+func (d *Daemon) handleToolset(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	entries := s.Toolset(r.Context()).Tools()
+	out := make([]api.Tool, len(entries))
+	for i, e := range entries {
+		out[i] = api.Tool{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName, Tool: e.Tool}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	sub := s.Subscribe(1024)
+	defer sub.Close()
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	flush(w)
+	enc := json.NewEncoder(w)
+	ctx := r.Context()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-sub.C:
+			if !ok {
+				return
+			}
+			if err := enc.Encode(ev); err != nil {
+				return
+			}
+			// Send what is queued in one write.
+			for more := true; more; {
+				select {
+				case ev, ok := <-sub.C:
+					if !ok {
+						flush(w)
+						return
+					}
+					if err := enc.Encode(ev); err != nil {
+						return
+					}
+				default:
+					more = false
+				}
+			}
+			flush(w)
+		}
+	}
+}
+
+func flush(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}

@@ -1,0 +1,35 @@
+package daemon
+
+import "net/http"
+
+// routes is the one route table of the local API; it reads as its table
+// of contents. Every route is under /v1/ and passes through guard.
+func (d *Daemon) routes() http.Handler {
+	mux := http.NewServeMux()
+	for _, r := range []struct {
+		pattern string
+		handler http.HandlerFunc
+	}{
+		{"GET /v1/version", d.handleVersion},
+		{"GET /v1/kinds", d.handleKinds},
+		{"POST /v1/shutdown", d.handleShutdown},
+
+		{"GET /v1/sessions", d.handleSessions},
+		{"DELETE /v1/sessions/{session}", d.handleRemoveSession},
+		{"GET /v1/sessions/{session}/events", d.handleEvents},
+		{"GET /v1/sessions/{session}/tools", d.handleToolset},
+
+		{"GET /v1/sessions/{session}/nodes", d.handleNodes},
+		{"POST /v1/sessions/{session}/nodes", d.handleAddNode},
+		{"GET /v1/sessions/{session}/nodes/{node}", d.handleNode},
+		{"DELETE /v1/sessions/{session}/nodes/{node}", d.handleRemoveNode},
+		{"POST /v1/sessions/{session}/nodes/{node}/restart", d.handleRestart},
+		{"POST /v1/sessions/{session}/nodes/{node}/interrupt", d.handleInterrupt},
+		{"GET /v1/sessions/{session}/nodes/{node}/tools", d.handleTools},
+		{"POST /v1/sessions/{session}/nodes/{node}/call", d.handleCall},
+	} {
+		mux.HandleFunc(r.pattern, r.handler)
+	}
+	mux.HandleFunc("/", d.handleNotFound)
+	return d.guard(mux)
+}

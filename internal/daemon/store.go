@@ -1,0 +1,94 @@
+package daemon
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// stateVersion is the format version of a session's state file.
+const stateVersion = 1
+
+// stateFile is what a session's <name>.json holds. Specs are saved as
+// given, with ${VAR} references unexpanded.
+type stateFile struct {
+	Version int         `json:"version"`
+	Session string      `json:"session"`
+	Nodes   []node.Spec `json:"nodes"`
+}
+
+// saveSpecs writes the state file atomically: a temp file in the same
+// folder, fsync, rename over the old one, fsync of the folder. A crash at
+// any point leaves either the old file or the new one, never a mix.
+func saveSpecs(path, session string, specs []node.Spec) error {
+	if specs == nil {
+		specs = []node.Spec{}
+	}
+	data, err := json.MarshalIndent(stateFile{Version: stateVersion, Session: session, Nodes: specs}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding session %q: %w", session, err)
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("saving session %q: %w", session, err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("saving session %q: %w", session, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("saving session %q: %w", session, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("saving session %q: %w", session, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("saving session %q: %w", session, err)
+	}
+	ok = true
+	syncDir(dir)
+	return nil
+}
+
+// loadSpecs reads a state file. Any flaw (bad JSON, a newer format, an
+// invalid id, a duplicate) is an error: the caller moves the file aside
+// rather than guess.
+func loadSpecs(path string) ([]node.Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var st stateFile
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Errorf("reading %s: format version %d, this nerve reads %d", path, st.Version, stateVersion)
+	}
+	seen := make(map[string]bool, len(st.Nodes))
+	for _, s := range st.Nodes {
+		if err := node.ValidateID(s.ID); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if seen[s.ID] {
+			return nil, fmt.Errorf("reading %s: node %q appears twice", path, s.ID)
+		}
+		seen[s.ID] = true
+	}
+	return st.Nodes, nil
+}

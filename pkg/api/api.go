@@ -1,0 +1,134 @@
+// Package api holds the wire types of nerve's local API: the JSON bodies
+// and the newline-delimited JSON lines the daemon (internal/daemon) sends
+// and the Go client (pkg/client) reads. It is a leaf: it imports only the
+// standard library and the node and session vocabulary, so any program may
+// import it to speak to a daemon.
+package api
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// Version is the version of the local API; it is the "v1" of every route.
+const Version = "1"
+
+// Headers on every response.
+const (
+	// HeaderAPIVersion carries Version.
+	HeaderAPIVersion = "Nerve-Api-Version"
+	// HeaderVersion carries the daemon's build version; a client built
+	// from another version warns.
+	HeaderVersion = "Nerve-Version"
+)
+
+// ContentTypeNDJSON is the media type of streamed responses (calls, events).
+const ContentTypeNDJSON = "application/x-ndjson"
+
+// Error codes: the machine-readable half of an Error. A client maps them
+// (with the HTTP status) to typed errors.
+const (
+	CodeBadRequest      = "bad_request"       // 400: the request itself is malformed
+	CodeBadArgs         = "bad_args"          // 400: tool arguments do not match the schema
+	CodeForbidden       = "forbidden"         // 403: wrong uid or a browser (Origin)
+	CodeNodeNotFound    = "node_not_found"    // 404
+	CodeSessionNotFound = "session_not_found" // 404
+	CodeUnknownTool     = "unknown_tool"      // 404
+	CodeNotFound        = "not_found"         // 404: no such route
+	CodeExists          = "exists"            // 409: a node with that id exists
+	CodeNotReady        = "not_ready"         // 409: the node cannot take calls now
+	CodeStartFailed     = "start_failed"      // 502: the node was added but did not start
+	CodeCallFailed      = "call_failed"       // 502: the call could not be made
+	CodeShuttingDown    = "shutting_down"     // 503
+	CodeInternal        = "internal"          // 500
+)
+
+// Error is the body of every error response, and the error line of a call
+// stream. Message is for people and says what to do.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	// Node is set when the error concerns a node that exists (a node that
+	// was added but did not start).
+	Node *node.Info `json:"node,omitempty"`
+}
+
+// ErrorBody wraps Error in responses: {"error": {...}}.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// VersionInfo answers GET /v1/version.
+type VersionInfo struct {
+	Version    string    `json:"version"`
+	APIVersion string    `json:"api_version"`
+	PID        int       `json:"pid"`
+	Started    time.Time `json:"started"`
+	Embedded   bool      `json:"embedded,omitempty"`
+	StateDir   string    `json:"state_dir,omitempty"`
+	Socket     string    `json:"socket,omitempty"`
+	// Notices are things the daemon wants a person to know (a corrupt state
+	// file moved aside, a session that did not come back).
+	Notices []string `json:"notices,omitempty"`
+}
+
+// SessionInfo is one entry of GET /v1/sessions.
+type SessionInfo struct {
+	Name  string `json:"name"`
+	Nodes int    `json:"nodes"`
+	// States counts nodes by state name.
+	States map[string]int `json:"states,omitempty"`
+}
+
+// NodeDetail answers GET /v1/sessions/{session}/nodes/{node}.
+type NodeDetail struct {
+	Info node.Info `json:"info"`
+	Spec node.Spec `json:"spec"`
+}
+
+// Tool is one entry of a session's toolset (GET /v1/sessions/{s}/tools).
+type Tool struct {
+	Node      string    `json:"node"`
+	Qualified string    `json:"qualified"`
+	LLMName   string    `json:"llm_name"`
+	Tool      *mcp.Tool `json:"tool"`
+}
+
+// CallRequest is the body of POST /v1/sessions/{s}/nodes/{n}/call.
+type CallRequest struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Call stream line kinds, beyond the node.CallEvent kinds (progress, log,
+// text, step).
+const (
+	LineState  = "state"  // the node changed state during the call: From, To, Reason
+	LineResult = "result" // the last line of a call that was made: Result
+	LineError  = "error"  // the last line of a call that could not be made: Error
+)
+
+// CallLine is one line of a call stream. A stream ends with exactly one
+// "result" or "error" line; a stream that ends without one was cut.
+type CallLine struct {
+	node.CallEvent
+	From     string              `json:"from,omitempty"`
+	To       string              `json:"to,omitempty"`
+	Reason   string              `json:"reason,omitempty"`
+	Duration time.Duration       `json:"duration,omitempty"`
+	Result   *mcp.CallToolResult `json:"result,omitempty"`
+	Error    *Error              `json:"error,omitempty"`
+}
+
+// NodeResponse answers add and restart with the node's Info afterwards.
+type NodeResponse struct {
+	Info node.Info `json:"info"`
+}
+
+// Event is one line of GET /v1/sessions/{s}/events: a session event.
+type Event = session.Event

@@ -1,0 +1,286 @@
+// Package client is the Go client of nerve's local API: a Client talks to
+// a daemon over its Unix socket (or to an embedded daemon in memory) and
+// returns typed errors. The command line and the REPL reach sessions only
+// through it; any Go program may import it.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// Options configure a Client.
+type Options struct {
+	// Socket is the daemon's Unix socket.
+	Socket string
+	// Dial, if set, opens connections instead of Socket (embedded mode
+	// dials an in-memory listener).
+	Dial func(ctx context.Context) (net.Conn, error)
+	// Version is this program's build version; when the daemon's differs,
+	// OnVersionMismatch is called once.
+	Version string
+	// OnVersionMismatch is told the daemon's version the first time it
+	// differs from Version.
+	OnVersionMismatch func(daemonVersion string)
+}
+
+// Client talks to one daemon. It is safe for concurrent use.
+type Client struct {
+	opts     Options
+	http     *http.Client
+	warnOnce sync.Once
+}
+
+const base = "http://nerve/v" + api.Version
+
+// New returns a client; it connects on first use.
+func New(opts Options) *Client {
+	dial := opts.Dial
+	if dial == nil {
+		sock := opts.Socket
+		dial = func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}
+	}
+	tr := &http.Transport{
+		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 64,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	return &Client{opts: opts, http: &http.Client{Transport: tr}}
+}
+
+// Close releases idle connections.
+func (c *Client) Close() error {
+	c.http.CloseIdleConnections()
+	return nil
+}
+
+// send makes a request and returns the response when its status is 2xx;
+// any other answer becomes an *Error.
+func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the request: %w", err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w (%v): start it with `nerve daemon start`, or see `nerve daemon status`", ErrDaemonUnavailable, unwrapURL(err))
+	}
+	c.checkVersion(resp)
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, responseError(resp)
+	}
+	return resp, nil
+}
+
+func unwrapURL(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func (c *Client) checkVersion(resp *http.Response) {
+	v := resp.Header.Get(api.HeaderVersion)
+	if c.opts.Version == "" || c.opts.OnVersionMismatch == nil || v == c.opts.Version {
+		return
+	}
+	c.warnOnce.Do(func() { c.opts.OnVersionMismatch(v) })
+}
+
+// do makes a request and decodes a JSON answer into out (if not nil).
+func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.send(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%w: decoding %s %s: %v", ErrProtocol, method, path, err)
+	}
+	return nil
+}
+
+// Version returns the daemon's version and state; it is the cheapest way
+// to know a daemon answers.
+func (c *Client) Version(ctx context.Context) (api.VersionInfo, error) {
+	var v api.VersionInfo
+	err := c.do(ctx, http.MethodGet, "/version", nil, &v)
+	return v, err
+}
+
+// Kinds returns the node kinds the daemon can build.
+func (c *Client) Kinds(ctx context.Context) ([]string, error) {
+	var k []string
+	err := c.do(ctx, http.MethodGet, "/kinds", nil, &k)
+	return k, err
+}
+
+// Shutdown asks the daemon to stop every node and exit.
+func (c *Client) Shutdown(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/shutdown", nil, nil)
+}
+
+// Sessions lists the daemon's sessions.
+func (c *Client) Sessions(ctx context.Context) ([]api.SessionInfo, error) {
+	var s []api.SessionInfo
+	err := c.do(ctx, http.MethodGet, "/sessions", nil, &s)
+	return s, err
+}
+
+// RemoveSession stops every node of a session and forgets it.
+func (c *Client) RemoveSession(ctx context.Context, name string) error {
+	return c.do(ctx, http.MethodDelete, "/sessions/"+url.PathEscape(name), nil, nil)
+}
+
+// Session returns a handle on the session called name; nothing is asked
+// of the daemon until a method is called.
+func (c *Client) Session(name string) *Session {
+	return &Session{c: c, name: name, path: "/sessions/" + url.PathEscape(name)}
+}
+
+// Session is one session of the daemon.
+type Session struct {
+	c    *Client
+	name string
+	path string
+}
+
+// Name returns the session's name.
+func (s *Session) Name() string { return s.name }
+
+func (s *Session) nodePath(id string) string { return s.path + "/nodes/" + url.PathEscape(id) }
+
+// Nodes returns the Info of every node, in the order they were added.
+func (s *Session) Nodes(ctx context.Context) ([]node.Info, error) {
+	var infos []node.Info
+	err := s.c.do(ctx, http.MethodGet, s.path+"/nodes", nil, &infos)
+	return infos, err
+}
+
+// Node returns a node's Info and spec.
+func (s *Session) Node(ctx context.Context, id string) (api.NodeDetail, error) {
+	var d api.NodeDetail
+	err := s.c.do(ctx, http.MethodGet, s.nodePath(id), nil, &d)
+	return d, err
+}
+
+// Add adds a node built from spec and starts it, making the session if it
+// does not exist. A node that was added but did not start is in the
+// session in ERROR: the error matches ErrStartFailed and its Node field
+// holds the node's Info.
+func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Info, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes", spec, &r)
+	return r.Info, err
+}
+
+// Remove stops a node and removes it.
+func (s *Session) Remove(ctx context.Context, id string) error {
+	return s.c.do(ctx, http.MethodDelete, s.nodePath(id), nil, nil)
+}
+
+// Restart stops a node (from any state) and starts it again.
+func (s *Session) Restart(ctx context.Context, id string) (node.Info, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/restart", nil, &r)
+	return r.Info, err
+}
+
+// Interrupt cancels what a node has in flight.
+func (s *Session) Interrupt(ctx context.Context, id string) error {
+	return s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/interrupt", nil, nil)
+}
+
+// Tools returns a node's tools.
+func (s *Session) Tools(ctx context.Context, id string) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	err := s.c.do(ctx, http.MethodGet, s.nodePath(id)+"/tools", nil, &tools)
+	return tools, err
+}
+
+// Toolset returns every tool of every ready node, as node.tool.
+func (s *Session) Toolset(ctx context.Context) ([]api.Tool, error) {
+	var tools []api.Tool
+	err := s.c.do(ctx, http.MethodGet, s.path+"/tools", nil, &tools)
+	return tools, err
+}
+
+// Call calls tool on node id with JSON arguments (nil means {}). Progress,
+// log messages, streamed text and the node's state changes go to observe
+// (if set) as they arrive, on the caller's goroutine. Cancelling ctx
+// closes the connection, which cancels the call in the daemon (and the
+// node is told). A tool that ran and failed is a result with IsError.
+func (s *Session) Call(ctx context.Context, id, tool string, args json.RawMessage, observe func(api.CallLine)) (*mcp.CallToolResult, error) {
+	resp, err := s.c.send(ctx, http.MethodPost, s.nodePath(id)+"/call", api.CallRequest{Tool: tool, Arguments: args})
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var line api.CallLine
+		if err := dec.Decode(&line); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, fmt.Errorf("%w: the call's answer was cut before its result (did the daemon stop? see `nerve daemon status`)", ErrDaemonUnavailable)
+			}
+			return nil, fmt.Errorf("%w: reading the call's answer: %v", ErrProtocol, err)
+		}
+		switch line.Kind {
+		case api.LineResult:
+			if line.Result == nil {
+				return nil, fmt.Errorf("%w: a result line without a result", ErrProtocol)
+			}
+			return line.Result, nil
+		case api.LineError:
+			if line.Error == nil {
+				return nil, fmt.Errorf("%w: an error line without an error", ErrProtocol)
+			}
+			return nil, errorFrom(0, *line.Error)
+		default:
+			if observe != nil {
+				observe(line)
+			}
+		}
+	}
+}
