@@ -71,7 +71,7 @@ func objectSchema(props map[string]any, required ...string) map[string]any {
 // harness is a session with an identity node "echo", optional toolbox
 // nodes and an llm node "agent" talking to a scripted server.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	s    *session.Session
 	srv  *llmserver.Server
 	mu   sync.Mutex
@@ -101,7 +101,7 @@ func registry(boxes ...boxSpec) *session.Registry {
 	return reg
 }
 
-func newHarness(t *testing.T, srv *llmserver.Server, opts llm.Options, boxes ...boxSpec) *harness {
+func newHarness(t testing.TB, srv *llmserver.Server, opts llm.Options, boxes ...boxSpec) *harness {
 	t.Helper()
 	h := &harness{t: t, srv: srv}
 	h.s = session.New("test", registry(boxes...), &session.Options{Save: func(specs []node.Spec) error {

@@ -237,3 +237,25 @@ func TestRequestBody(t *testing.T) {
 		t.Errorf("headers %v", r.Header)
 	}
 }
+
+// BenchmarkReadStream parses a streamed answer of 200 text chunks and a
+// tool call whose arguments come in 50 pieces, as OpenAI sends them.
+func BenchmarkReadStream(b *testing.B) {
+	var sb strings.Builder
+	for range 200 {
+		sb.WriteString(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"word "},"finish_reason":null}]}` + "\n\n")
+	}
+	sb.WriteString(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"fs__read_file","arguments":""}}]}}]}` + "\n\n")
+	for range 50 {
+		sb.WriteString(`data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"pa"}}]}}]}` + "\n\n")
+	}
+	sb.WriteString(`data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}` + "\n\ndata: [DONE]\n\n")
+	body := sb.String()
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for range b.N {
+		if _, err := readStream(strings.NewReader(body), func(Delta) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
