@@ -114,7 +114,6 @@ func (n *Node) chat(ctx context.Context, req *node.CallRequest, message string) 
 		n.mu.Unlock()
 		return nil, fmt.Errorf("node %q is stopping: %w", n.ID(), node.ErrNotReady)
 	}
-	start := len(n.msgs)
 	n.msgs = append(n.msgs, provider.Message{Role: provider.RoleUser, Content: message})
 	n.mu.Unlock()
 
@@ -135,8 +134,11 @@ func (n *Node) chat(ctx context.Context, req *node.CallRequest, message string) 
 				// Nothing happened: the call was not made, so the message
 				// is not part of the conversation.
 				n.mu.Lock()
-				if len(n.msgs) > start {
-					n.msgs = n.msgs[:start]
+				// Compare rather than cut at an index: fitting the
+				// budget may have shortened the conversation.
+				if k := len(n.msgs) - 1; k >= 0 && n.msgs[k].Role == provider.RoleUser && n.msgs[k].Content == message {
+					n.msgs = n.msgs[:k]
+					n.saveLocked()
 				}
 				n.mu.Unlock()
 			}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -18,18 +19,27 @@ import (
 
 // OpenAI is a client of the OpenAI-compatible Chat Completions API.
 type OpenAI struct {
-	cfg Config
-	url string
+	cfg     Config
+	url     string
+	display string // url without its query, for messages
 }
 
 // NewOpenAI returns a client for cfg.
 func NewOpenAI(cfg Config) *OpenAI {
 	c := cfg.withDefaults()
-	url := strings.TrimRight(c.BaseURL, "/")
-	if !strings.HasSuffix(url, "/chat/completions") {
-		url += "/chat/completions"
+	endpoint, display := c.BaseURL, c.BaseURL
+	if u, err := url.Parse(c.BaseURL); err == nil {
+		if !strings.HasSuffix(u.Path, "/chat/completions") {
+			u.Path = strings.TrimRight(u.Path, "/") + "/chat/completions"
+		}
+		endpoint = u.String()
+		if u.RawQuery != "" {
+			u.RawQuery = "…"
+		}
+		u.User = nil
+		display = u.String()
 	}
-	return &OpenAI{cfg: c, url: url}
+	return &OpenAI{cfg: c, url: endpoint, display: display}
 }
 
 // URL returns the endpoint requests are sent to.
@@ -238,7 +248,7 @@ func (c *OpenAI) once(ctx context.Context, body []byte, onDelta func(Delta)) (*R
 	defer cancel()
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("building the request to %s: %w (check --base-url)", c.url, err)
+		return nil, fmt.Errorf("building the request to %s: %w (check --base-url)", c.display, err)
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	if c.cfg.Stream {
@@ -254,15 +264,21 @@ func (c *OpenAI) once(ctx context.Context, body []byte, onDelta func(Delta)) (*R
 	}
 	resp, err := c.cfg.HTTPClient.Do(hreq)
 	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("no answer from %s within %v (raise --timeout): %w", c.url, c.cfg.Timeout, err)
+		// *url.Error repeats the full URL, which may carry a key in its
+		// query (Gemini's ?key=); say which endpoint with c.display.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
 		}
-		return nil, &transportError{fmt.Errorf("sending the request to %s: %w (is the server running?)", c.url, err)}
+		if ctx.Err() == context.DeadlineExceeded {
+			return nil, fmt.Errorf("no answer from %s within %v (raise --timeout): %w", c.display, c.cfg.Timeout, err)
+		}
+		return nil, &transportError{fmt.Errorf("sending the request to %s: %w (is the server running?)", c.display, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, &StatusError{Status: resp.StatusCode, Message: errorMessage(b), URL: c.url, RetryAfter: retryAfter(resp.Header)}
+		return nil, &StatusError{Status: resp.StatusCode, Message: errorMessage(b), URL: c.display, RetryAfter: retryAfter(resp.Header)}
 	}
 	ct := resp.Header.Get("Content-Type")
 	var res *Response
@@ -273,7 +289,7 @@ func (c *OpenAI) once(ctx context.Context, body []byte, onDelta func(Delta)) (*R
 	}
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("the answer from %s took over %v (raise --timeout): %w", c.url, c.cfg.Timeout, err)
+			return nil, fmt.Errorf("the answer from %s took over %v (raise --timeout): %w", c.display, c.cfg.Timeout, err)
 		}
 		return nil, err
 	}

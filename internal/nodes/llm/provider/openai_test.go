@@ -87,10 +87,17 @@ func TestConnectionRefusedIsRetriedThenExplained(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	var sl sleeps
-	c := NewOpenAI(Config{BaseURL: "http://" + addr + "/v1", MaxRetries: 1, Sleep: sl.sleep})
+	c := NewOpenAI(Config{BaseURL: "http://" + addr + "/v1?key=SECRET", MaxRetries: 1, Sleep: sl.sleep})
+	if c.URL() != "http://"+addr+"/v1/chat/completions?key=SECRET" {
+		t.Errorf("endpoint %s", c.URL())
+	}
 	_, err = c.Chat(context.Background(), &Request{Model: "m"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "is the server running?") || len(sl.d) != 1 {
 		t.Errorf("err = %v after %d retries", err, len(sl.d))
+	}
+	// A key in the URL's query never reaches an error message.
+	if strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("the error shows the query: %v", err)
 	}
 }
 
