@@ -1,6 +1,8 @@
 package commander
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -192,5 +194,48 @@ func TestRenderTruncationKeepsUTF8(t *testing.T) {
 	}
 	if r.Full != strings.Repeat("日本語", 100)+"\n" {
 		t.Errorf("full text is not the whole output")
+	}
+}
+
+// TestAppendJSONMatchesEncodingJSON checks the fast encoder against
+// encoding/json, compact and indented.
+func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+	values := []any{
+		nil, true, false, 0.0, -1.5, 1e21, 1e-7, 123456789.0, 3.0, "plain", "quote \" back \\ nl \n tab \t ctl \x01 é 日本",
+		[]any{}, map[string]any{}, []any{1.0, "a", nil, []any{map[string]any{"z": 1.0, "a": []any{}}}},
+		map[string]any{"b": map[string]any{"y": false, "x": "s"}, "a": []any{1.0, 2.5}, "c": json.RawMessage(`{"r":1}`), "d": []string{"typed", "slice"}},
+	}
+	for _, v := range values {
+		for _, indent := range []string{"", "  "} {
+			var buf bytes.Buffer
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", indent)
+			if err := enc.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+			want := strings.TrimSuffix(buf.String(), "\n")
+			if got := string(appendJSON(nil, v, indent, 0)); got != want {
+				t.Errorf("appendJSON(%#v, %q):\n%s\nwant\n%s", v, indent, got, want)
+			}
+			if indent != "" {
+				if got := string(indentJSON(nil, appendJSON(nil, v, "", 0))); got != want {
+					t.Errorf("indentJSON(%#v):\n%s\nwant\n%s", v, got, want)
+				}
+			}
+		}
+	}
+}
+
+// TestRenderMirroredStructured checks text that mirrors structured content,
+// as a Go server (HTML-escaped) or a Python server (keys in insertion
+// order) writes it, is shown once.
+func TestRenderMirroredStructured(t *testing.T) {
+	v := map[string]any{"z": "<a&b>", "a": 1.0}
+	for _, text := range []string{`{"a":1,"z":"\u003ca\u0026b\u003e"}`, `{"z": "<a&b>", "a": 1}`} {
+		r := RenderResult(&mcp.CallToolResult{StructuredContent: v, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, RenderOptions{})
+		if want := "{\n  \"a\": 1,\n  \"z\": \"<a&b>\"\n}\n"; r.Text != want {
+			t.Errorf("text %s rendered as\n%s\nwant\n%s", text, r.Text, want)
+		}
 	}
 }

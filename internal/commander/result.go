@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -103,9 +104,24 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 	var parts []part
 	var values []string
 
-	var structured []byte
+	var structured []byte // compact
 	if res.StructuredContent != nil {
-		structured = marshalNoEscape(res.StructuredContent)
+		bp := encodeBuffers.Get().(*[]byte)
+		structured = marshalNoEscape((*bp)[:0], res.StructuredContent)
+		defer func() {
+			if cap(structured) <= 16<<20 {
+				*bp = structured[:0]
+				encodeBuffers.Put(bp)
+			}
+		}()
+	}
+	pretty := func() string {
+		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+			return prettyJSON(raw)
+		}
+		// Indentation roughly doubles nested JSON; a good first guess
+		// saves the copies of growing the buffer.
+		return string(append(indentJSON(make([]byte, 0, len(structured)*5/2+64), structured), '\n'))
 	}
 	structuredShown := false
 	for _, c := range res.Content {
@@ -115,7 +131,7 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 			if structured != nil && !structuredShown && sameJSON(c.Text, structured) {
 				// The SDK mirrors structured output as JSON text: show it
 				// once, indented.
-				parts = append(parts, part{prettyJSON(structured), partJSON})
+				parts = append(parts, part{pretty(), partJSON})
 				structuredShown = true
 				continue
 			}
@@ -139,12 +155,12 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 			parts = append(parts, part{withNewline(rc.Text), partText})
 			values = append(values, rc.Text)
 		default:
-			b := marshalNoEscape(c)
+			b := marshalNoEscape(nil, c)
 			parts = append(parts, part{prettyJSON(b), partJSON})
 		}
 	}
 	if structured != nil && !structuredShown {
-		parts = append(parts, part{prettyJSON(structured), partJSON})
+		parts = append(parts, part{pretty(), partJSON})
 	}
 	if len(values) == 0 && structured != nil {
 		values = append(values, string(structured))
@@ -168,12 +184,16 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 	}
 	var kept []part
 	if limit > 0 && total > limit {
-		var full strings.Builder
-		full.Grow(total)
-		for _, p := range parts {
-			full.WriteString(p.text)
+		if len(parts) == 1 {
+			r.Full = parts[0].text // no copy of a large single part
+		} else {
+			var full strings.Builder
+			full.Grow(total)
+			for _, p := range parts {
+				full.WriteString(p.text)
+			}
+			r.Full = full.String()
 		}
-		r.Full = full.String()
 		r.Truncated = true
 		r.FullPlaceholder = "⟪full output⟫"
 		cut := cutPoint(r.Full, limit)
@@ -318,18 +338,18 @@ func withNewline(s string) string {
 	return s + "\n"
 }
 
-func marshalNoEscape(v any) []byte {
+// marshalNoEscape is v as compact JSON with sorted keys and no HTML
+// escaping.
+func marshalNoEscape(dst []byte, v any) []byte {
 	if raw, ok := v.(json.RawMessage); ok && json.Valid(raw) {
-		return raw
+		return append(dst, compactJSON(string(raw))...)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return []byte(strconv.Quote(fmt.Sprint(v)))
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return appendJSON(dst, v, "", 0)
 }
+
+// encodeBuffers keeps the scratch buffers structured content is encoded
+// into, so a large result does not grow a new one from nothing every time.
+var encodeBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
 
 func prettyJSON(b []byte) string {
 	var buf bytes.Buffer
@@ -355,14 +375,18 @@ func sameJSON(text string, structured []byte) bool {
 	if json.Compact(&a, []byte(t)) != nil || json.Compact(&b, structured) != nil {
 		return false
 	}
-	if bytes.Equal(a.Bytes(), b.Bytes()) {
+	if bytes.Equal(a.Bytes(), b.Bytes()) || bytes.Equal(unescapeHTML(a.Bytes()), b.Bytes()) {
 		return true
+	}
+	if len(t) > 256<<10 {
+		// Decoding to compare key order would cost more than showing both.
+		return false
 	}
 	var x any
 	if json.Unmarshal([]byte(t), &x) != nil {
 		return false
 	}
-	return bytes.Equal(marshalNoEscape(x), structured)
+	return bytes.Equal(marshalNoEscape(nil, x), structured)
 }
 
 // colorJSON writes indented JSON text with keys, strings, numbers and
@@ -486,4 +510,15 @@ func commas(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// unescapeHTML undoes encoding/json's default escaping of <, > and &, which
+// Go servers apply to the text mirror of structured output.
+func unescapeHTML(b []byte) []byte {
+	if !bytes.Contains(b, []byte(`\u00`)) {
+		return b
+	}
+	b = bytes.ReplaceAll(b, []byte(`\u003c`), []byte("<"))
+	b = bytes.ReplaceAll(b, []byte(`\u003e`), []byte(">"))
+	return bytes.ReplaceAll(b, []byte(`\u0026`), []byte("&"))
 }
