@@ -81,8 +81,9 @@ func (e *TransitionError) Error() string {
 	return fmt.Sprintf("node is %s: cannot move to %s", e.From, e.To)
 }
 
-// StateFunc observes a state change. It is called with no lock held, in the
-// order the changes happened for one machine.
+// StateFunc observes a state change. Calls for one machine are serialised
+// and arrive in the order the changes happened; the observer must not move
+// the same machine (it would deadlock) and should return quickly.
 type StateFunc func(from, to State, reason string)
 
 // Machine is the one place that moves a node's state. The zero value is a
