@@ -1,0 +1,47 @@
+package mcpnode
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+)
+
+// TestConformanceClientCore runs the official MCP conformance suite's
+// client scenarios (--suite core) against fixtures/conformance-client,
+// which connects through this node kind. Known failures (OAuth) are listed
+// in fixtures/conformance-client/expected-failures.yml; the suite exits
+// non-zero on any other failure and on a listed scenario that passes.
+func TestConformanceClientCore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the conformance suite takes a few seconds")
+	}
+	suite := npmfix.Conformance(t)
+	client := testutil.BuildBinary(t, "./fixtures/conformance-client")
+	baseline := filepath.Join(testutil.RepoRoot(t), "fixtures", "conformance-client", "expected-failures.yml")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	args := append(suite[1:], "client", "--command", client, "--suite", "core",
+		"--expected-failures", baseline, "-o", t.TempDir())
+	cmd := exec.CommandContext(ctx, suite[0], args...)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	summary := string(out)
+	if i := strings.Index(summary, "=== SUITE SUMMARY ==="); i >= 0 {
+		summary = summary[i:]
+	}
+	t.Logf("%s", summary)
+	if err != nil {
+		t.Fatalf("conformance suite failed: %v", err)
+	}
+	for _, s := range []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"} {
+		if !strings.Contains(summary, "✓ "+s+":") {
+			t.Errorf("scenario %s did not pass", s)
+		}
+	}
+}
