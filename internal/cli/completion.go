@@ -122,6 +122,7 @@ func Candidates(ctx context.Context, env *Env, words []string, cur string) []str
 				add(s.Name)
 			}
 		}
+		slices.Sort(out)
 		return out
 	}
 	switch cmd.Complete {
