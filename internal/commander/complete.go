@@ -63,7 +63,7 @@ func complete(line string, pos int, cat Catalog, cmds []CommandSpec) ([]string, 
 	s := strings.TrimLeftFunc(prefix, unicode.IsSpace)
 	switch {
 	case s == "":
-		return prefixed("@", cat.Nodes(), "", " "), 0
+		return prefixed("@", sortedNodes(cat), "", " "), 0
 	case s[0] == ':':
 		return completeCommand(s[1:], cat, cmds)
 	case s[0] == '@':
@@ -85,7 +85,7 @@ func completeAt(s string, cat Catalog) ([]string, int) {
 			}
 			return prefixed("@"+node+".", toolNames(cat, node), tool, " "), runeLen(head) + 1
 		}
-		return prefixed("@", cat.Nodes(), head, " "), runeLen(head) + 1
+		return prefixed("@", sortedNodes(cat), head, " "), runeLen(head) + 1
 	}
 	node, toolName, qualified := strings.Cut(head, ".")
 	tools, ok := cat.Tools(node)
@@ -317,4 +317,13 @@ func isASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// sortedNodes is cat.Nodes(), sorted if an implementation forgot to.
+func sortedNodes(cat Catalog) []string {
+	nodes := cat.Nodes()
+	if !slices.IsSorted(nodes) {
+		nodes = sortedCopy(nodes)
+	}
+	return nodes
 }

@@ -187,24 +187,30 @@ type block struct {
 	node, text string
 }
 
-// Add records a result of node and returns its block number.
+// Add records a result of node and returns its block number. Trailing
+// newlines are dropped, as a shell's $(…) drops them.
 func (h *History) Add(node, text string) int {
-	h.blocks = append(h.blocks, block{node, text})
+	h.blocks = append(h.blocks, block{node, strings.TrimRight(text, "\r\n")})
 	return len(h.blocks)
 }
 
 // Len is the number of blocks so far.
-func (h *History) Len() int { return len(h.blocks) }
+func (h *History) Len() int {
+	if h == nil {
+		return 0
+	}
+	return len(h.blocks)
+}
 
 func (h *History) Block(n int) (string, bool) {
-	if n < 1 || n > len(h.blocks) {
+	if h == nil || n < 1 || n > len(h.blocks) {
 		return "", false
 	}
 	return h.blocks[n-1].text, true
 }
 
 func (h *History) NodeBlock(node string, back int) (string, bool) {
-	if back < 1 {
+	if h == nil || back < 1 {
 		return "", false
 	}
 	for i := len(h.blocks) - 1; i >= 0; i-- {

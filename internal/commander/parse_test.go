@@ -134,9 +134,9 @@ func TestParse(t *testing.T) {
 
 		// block references
 		{name: "ref in text", input: "@bash echo :::1", kind: Call, node: "bash", tool: "bash", args: `{"command":"echo hello"}`, form: FormText},
-		{name: "ref with quotes in text is escaped once", input: "@echo :::2", kind: Call, node: "echo", tool: "identity", args: `{"text":"line \"two\"\n"}`, form: FormText},
-		{name: "ref inside a json string", input: `@fs write_file {"path": "/a", "content": "x :::2 y"}`, kind: Call, node: "fs", tool: "write_file", args: `{"path":"/a","content":"x line \"two\"\n y"}`, form: FormJSON},
-		{name: "ref as a whole json value", input: `@fs write_file {"path": "/a", "content": :::bash[-1]}`, kind: Call, node: "fs", tool: "write_file", args: `{"path":"/a","content":"line \"two\"\n"}`, form: FormJSON},
+		{name: "ref with quotes in text is escaped once", input: "@echo :::2", kind: Call, node: "echo", tool: "identity", args: `{"text":"line \"two\""}`, form: FormText},
+		{name: "ref inside a json string", input: `@fs write_file {"path": "/a", "content": "x :::2 y"}`, kind: Call, node: "fs", tool: "write_file", args: `{"path":"/a","content":"x line \"two\" y"}`, form: FormJSON},
+		{name: "ref as a whole json value", input: `@fs write_file {"path": "/a", "content": :::bash[-1]}`, kind: Call, node: "fs", tool: "write_file", args: `{"path":"/a","content":"line \"two\""}`, form: FormJSON},
 		{name: "node ref one back", input: "@echo :::fs[-2]", kind: Call, node: "echo", tool: "identity", args: `{"text":"hello"}`, form: FormText},
 		{name: "ref in kv value coerced", input: "@fs read_file path=/a tail=:::3", kind: Call, node: "fs", tool: "read_file", args: `{"path":"/a","tail":42}`, form: FormKeyValue},
 		{name: "ref in kv string", input: "@fs read_file path=/tmp/:::1.txt", kind: Call, node: "fs", tool: "read_file", args: `{"path":"/tmp/hello.txt"}`, form: FormKeyValue},
