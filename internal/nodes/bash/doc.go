@@ -1,0 +1,19 @@
+// Package bash implements the "bash" node kind: one persistent bash process
+// per node behind a single tool, bash {command, timeout_s}. The working
+// directory, variables, functions and aliases survive between calls.
+//
+// It is a node kind (layer 2): it imports pkg/node and the MCP vocabulary,
+// and only pkg/session's factory registry should import it.
+//
+// How a call runs: the shell is an interactive bash (so that SIGINT aborts
+// whatever it is doing and returns it to its prompt, as Ctrl-C does in a
+// terminal) whose script comes from a pipe on stdin. For each call nerve
+// writes the command, length-prefixed, on a private control pipe and one line
+// on stdin that reads it, evals it with stdin from /dev/null and stderr joined
+// to stdout, and prints a marker with the exit status. Markers carry a random
+// per-shell tag that the shell stores only in escaped form, so a command that
+// prints the shell's variables cannot forge one.
+package bash
+
+// Kind is the node kind this package builds.
+const Kind = "bash"

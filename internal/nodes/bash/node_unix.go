@@ -1,0 +1,308 @@
+//go:build unix
+
+package bash
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// Node is a bash node: one persistent bash process.
+type Node struct {
+	node.Base
+	spec  node.Spec
+	env   node.Env
+	opts  Options
+	tools []*mcp.Tool
+	// life serialises Start and Stop.
+	life sync.Mutex
+	// sem holds the one call allowed at a time.
+	sem chan struct{}
+	// endMu orders a call's final state change against the watcher that
+	// moves an idle node to ERROR when its shell dies.
+	endMu sync.Mutex
+
+	// mu guards the fields below.
+	mu    sync.Mutex
+	sh    *shell
+	intr  chan struct{} // interrupt of the call in flight; nil when idle
+	watch sync.WaitGroup
+}
+
+var _ node.Node = (*Node)(nil)
+
+// New builds a bash node from spec; it is a node.Factory. The shell starts
+// with Start.
+func New(spec node.Spec, env node.Env) (node.Node, error) {
+	if spec.Kind == "" {
+		spec.Kind = Kind
+	}
+	spec = spec.Clone()
+	opts, err := decodeOptions(&spec)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{spec: spec, env: env, opts: opts, sem: make(chan struct{}, 1)}
+	n.tools = []*mcp.Tool{newTool(opts)}
+	n.Init(spec, env)
+	return n, nil
+}
+
+// shellPath returns the program to run: the spec's command or bash.
+func (n *Node) shellPath() (string, []string) {
+	if len(n.spec.Command) == 0 {
+		return "bash", nil
+	}
+	return n.spec.Command[0], n.spec.Command[1:]
+}
+
+// startDir returns the folder the shell starts in: the spec's cwd (with a
+// leading ~ for the home folder), else the home folder, else nerve's own.
+func (n *Node) startDir() (string, error) {
+	dir := n.spec.Cwd
+	home, herr := os.UserHomeDir()
+	if dir == "~" || strings.HasPrefix(dir, "~/") {
+		if herr != nil {
+			return "", fmt.Errorf("cwd %q: %w (give an absolute folder)", dir, herr)
+		}
+		dir = filepath.Join(home, dir[1:])
+	}
+	if dir == "" {
+		if herr == nil {
+			dir = home
+		} else if wd, err := os.Getwd(); err == nil {
+			dir = wd
+		}
+	}
+	if dir != "" {
+		st, err := os.Stat(dir)
+		if err != nil {
+			return "", fmt.Errorf("cwd %q: %w (create it or give another folder with --cwd)", dir, err)
+		}
+		if !st.IsDir() {
+			return "", fmt.Errorf("cwd %q is not a folder (give a folder with --cwd)", dir)
+		}
+	}
+	return dir, nil
+}
+
+func (n *Node) Start(ctx context.Context) error {
+	n.life.Lock()
+	defer n.life.Unlock()
+	if err := n.Machine.ToIf(node.Starting, "", node.Created, node.Stopped); err != nil {
+		return fmt.Errorf("starting bash node %q: %w", n.ID(), err)
+	}
+	sh, err := n.startShell(ctx)
+	if err != nil {
+		_ = n.Machine.To(node.Error, err.Error())
+		return fmt.Errorf("starting bash node %q: %w", n.ID(), err)
+	}
+	n.mu.Lock()
+	n.sh = sh
+	n.mu.Unlock()
+	n.watch.Add(1)
+	go n.watchShell(sh)
+	return n.Machine.ToIf(node.Ready, "", node.Starting)
+}
+
+func (n *Node) startShell(ctx context.Context) (*shell, error) {
+	prog, args := n.shellPath()
+	path, err := exec.LookPath(prog)
+	if err != nil {
+		return nil, fmt.Errorf("%s not found: %w (install bash, or set the node's command to the path of bash)", prog, err)
+	}
+	dir, err := n.startDir()
+	if err != nil {
+		return nil, err
+	}
+	env := os.Environ()
+	for k, v := range n.spec.Env {
+		env = append(env, k+"="+v)
+	}
+	return startShell(ctx, shellConfig{path: path, args: args, dir: dir, env: env, id: n.ID()})
+}
+
+// watchShell moves an idle node to ERROR when its shell dies between calls
+// (a call in flight does that itself).
+func (n *Node) watchShell(sh *shell) {
+	defer n.watch.Done()
+	<-sh.exited
+	n.endMu.Lock()
+	defer n.endMu.Unlock()
+	_ = n.Machine.ToIf(node.Error, sh.deathReason(), node.Ready)
+}
+
+func (n *Node) Stop(ctx context.Context) error {
+	n.life.Lock()
+	defer n.life.Unlock()
+	if st := n.State(); st == node.Created || st == node.Stopped {
+		return nil
+	}
+	if err := n.Machine.To(node.Stopping, ""); err != nil {
+		return fmt.Errorf("stopping bash node %q: %w", n.ID(), err)
+	}
+	n.mu.Lock()
+	sh := n.sh
+	n.sh = nil
+	n.mu.Unlock()
+	var err error
+	if sh != nil {
+		err = sh.close(ctx)
+	}
+	n.watch.Wait()
+	// The call in flight, if any, sees its shell die and returns; wait for
+	// it so that it cannot touch the state of a restarted node.
+	select {
+	case n.sem <- struct{}{}:
+		<-n.sem
+	case <-ctx.Done():
+		if err == nil {
+			err = fmt.Errorf("waiting for the call in flight: %w", ctx.Err())
+		}
+	}
+	if terr := n.Machine.To(node.Stopped, ""); err == nil {
+		err = terr
+	}
+	if err != nil {
+		return fmt.Errorf("stopping bash node %q: %w", n.ID(), err)
+	}
+	return nil
+}
+
+// Interrupt stops the command in flight, if any; the shell keeps its state.
+func (n *Node) Interrupt(ctx context.Context) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.intr != nil {
+		select {
+		case n.intr <- struct{}{}:
+		default: // already asked
+		}
+	}
+	return nil
+}
+
+func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	return n.tools, nil
+}
+
+func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	if req.Tool != ToolName {
+		return nil, fmt.Errorf("%w %q: bash node %q has one tool, %q", node.ErrUnknownTool, req.Tool, n.ID(), ToolName)
+	}
+	a, err := parseArgs(req.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	timeout := time.Duration(n.opts.Timeout)
+	if a.TimeoutS != nil {
+		timeout = time.Duration(*a.TimeoutS * float64(time.Second))
+		timeout = max(timeout, time.Millisecond)
+	}
+	// One call at a time: a second caller waits its turn.
+	select {
+	case n.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the bash call in flight on node %q: %w", n.ID(), ctx.Err())
+	}
+	defer func() { <-n.sem }()
+
+	n.mu.Lock()
+	sh := n.sh
+	n.mu.Unlock()
+	if err := n.Machine.ToIf(node.Busy, "", node.Ready); err != nil || sh == nil {
+		return nil, n.notReady()
+	}
+	intr := make(chan struct{}, 1)
+	n.mu.Lock()
+	n.intr = intr
+	n.mu.Unlock()
+	n.CallStarted()
+
+	var emit func(string)
+	if req.Observe != nil {
+		emit = func(s string) { req.Emit(node.CallEvent{Kind: node.EventText, Text: s}) }
+	}
+	oc, err := sh.run(ctx, a.Command, timeout, n.opts.OutputCap, emit, intr)
+
+	n.mu.Lock()
+	n.intr = nil
+	n.mu.Unlock()
+	n.endMu.Lock()
+	select {
+	case <-sh.exited:
+		if oc.died == "" {
+			oc.died = sh.deathReason()
+		}
+	default:
+	}
+	if oc.died != "" {
+		select {
+		case <-sh.exited:
+			oc.exit = sh.exitCode()
+		default:
+		}
+		_ = n.Machine.ToIf(node.Error, oc.died, node.Busy)
+	} else {
+		_ = n.Machine.ToIf(node.Ready, "", node.Busy)
+	}
+	n.endMu.Unlock()
+	res := oc.result()
+	n.CallDone(err != nil || res.IsError)
+
+	if err != nil {
+		return nil, fmt.Errorf("bash command on node %q cancelled: %w", n.ID(), err)
+	}
+	return res, nil
+}
+
+func (n *Node) notReady() error {
+	st, reason := n.Machine.Get()
+	switch st {
+	case node.Error:
+		return fmt.Errorf("%w: bash node %q is in ERROR (%s); restart it", node.ErrNotReady, n.ID(), reason)
+	case node.Created, node.Stopped:
+		return fmt.Errorf("%w: bash node %q is %s; start it first", node.ErrNotReady, n.ID(), st)
+	default:
+		return fmt.Errorf("%w: bash node %q is %s", node.ErrNotReady, n.ID(), st)
+	}
+}
+
+func (n *Node) Info() node.Info {
+	info := n.BaseInfo()
+	info.Tools = len(n.tools)
+	prog, _ := n.shellPath()
+	cwd := n.spec.Cwd
+	n.mu.Lock()
+	sh := n.sh
+	n.mu.Unlock()
+	details := map[string]any{
+		"shell":      prog,
+		"timeout":    time.Duration(n.opts.Timeout).String(),
+		"output_cap": n.opts.OutputCap,
+	}
+	if sh != nil {
+		details["pid"] = sh.pid
+		if live := liveCwd(sh.pid); live != "" {
+			cwd = live
+		}
+	}
+	if cwd == "" {
+		cwd, _ = n.startDir()
+	}
+	if cwd != "" {
+		details["cwd"] = cwd
+	}
+	info.Summary = filepath.Base(prog) + " in " + cwd
+	info.Details = details
+	return info
+}

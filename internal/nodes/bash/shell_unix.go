@@ -1,0 +1,726 @@
+//go:build unix
+
+package bash
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Timing of the interrupt sequence: SIGINT first, then every escalateEvery
+// SIGKILL for the command's processes, and after giveUpAfter the shell is
+// considered lost.
+const (
+	escalateEvery = 500 * time.Millisecond
+	giveUpAfter   = 5 * time.Second
+	startTimeout  = 10 * time.Second
+	// drainAfterExit bounds how long a call keeps reading output once the
+	// shell has exited (a background job may hold the pipe open forever).
+	drainAfterExit = 100 * time.Millisecond
+	chunkSize      = 32 << 10
+	chunks         = 4
+	// fdCtl and fdMark are where the shell keeps the control pipe and its
+	// marker output: high numbers, out of the way of scripts' `exec 3>file`.
+	fdCtl  = 60
+	fdMark = 61
+)
+
+// tokenVar names the environment variable that marks every process the
+// shell starts, so Stop finds the ones that left its process tree.
+const tokenVar = "NERVE_BASH_NODE"
+
+// shellConfig is what startShell needs.
+type shellConfig struct {
+	path string   // the bash binary
+	args []string // extra arguments from the spec's command
+	dir  string
+	env  []string
+	id   string // node id, for the token
+}
+
+// shell is one running bash process and the pipes nerve talks to it over.
+// Calls are serialised by the node; the fields below the line are owned by
+// the call in flight.
+type shell struct {
+	cmd    *exec.Cmd
+	pid    int
+	name   string   // "bash", for messages
+	stdin  *os.File // the shell's script: one line per call
+	ctl    *os.File // command payloads, read by __nerve_pre
+	outR   *os.File // stdout+stderr of commands, and the markers
+	errR   *os.File // the shell's own stderr: prompts, job notices
+	token  string   // tokenVar=value
+	data   chan []byte
+	free   chan []byte
+	done   chan struct{} // closed by close: the reader stops
+	exited chan struct{} // closed once cmd.Wait returned
+	// exitErr is cmd.Wait's result, valid after exited is closed.
+	exitErr error
+	stderr  tail
+	wg      sync.WaitGroup
+	closeMu sync.Mutex
+	closed  bool
+
+	// ---- owned by the call in flight ----
+	scan scanner
+	seq  uint64
+	// bgMu guards bg, which Stop also reads.
+	bgMu sync.Mutex
+	bg   map[int]bool // process groups of the shell's background jobs
+}
+
+// tail keeps the last bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailSize = 2048
+
+func (t *tail) Write(p []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > tailSize {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-tailSize:]...)
+	}
+}
+
+// String returns the kept lines that say something: an interactive bash
+// without a terminal writes a few harmless complaints.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var keep []string
+	for line := range strings.SplitSeq(string(t.buf), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line == "exit" || strings.Contains(line, "Inappropriate ioctl for device") ||
+			strings.Contains(line, "no job control in this shell") {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	if len(keep) > 5 {
+		keep = keep[len(keep)-5:]
+	}
+	return strings.Join(keep, "; ")
+}
+
+func (t *tail) reset() {
+	t.mu.Lock()
+	t.buf = t.buf[:0]
+	t.mu.Unlock()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// startShell starts bash and waits until it has run nerve's setup.
+func startShell(ctx context.Context, cfg shellConfig) (_ *shell, err error) {
+	s := &shell{
+		name:   filepath.Base(cfg.path),
+		data:   make(chan []byte),
+		free:   make(chan []byte, chunks),
+		done:   make(chan struct{}),
+		exited: make(chan struct{}),
+		bg:     map[int]bool{},
+		token:  tokenVar + "=" + cfg.id + ":" + randomHex(8),
+	}
+	for range chunks {
+		s.free <- make([]byte, chunkSize)
+	}
+	tag := randomHex(16)
+	s.scan.tag = []byte(tag)
+
+	var files []*os.File // every pipe end, closed on failure
+	pipe := func() (r, w *os.File) {
+		if err != nil {
+			return nil, nil
+		}
+		r, w, err = os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w
+	}
+	inR, inW := pipe()
+	ctlR, ctlW := pipe()
+	outR, outW := pipe()
+	errR, errW := pipe()
+	defer func() {
+		if err != nil {
+			for _, f := range files {
+				f.Close()
+			}
+		}
+	}()
+	if err != nil {
+		return nil, fmt.Errorf("making pipes for bash: %w", err)
+	}
+	s.stdin, s.ctl, s.outR, s.errR = inW, ctlW, outR, errR
+
+	// Interactive, so SIGINT returns bash to its prompt from anywhere (a
+	// loop, a function), as Ctrl-C does in a terminal; without rc files so
+	// the shell is the same for every user.
+	args := append([]string{"--noprofile", "--norc", "--noediting"}, cfg.args...)
+	args = append(args, "-i")
+	cmd := exec.Command(cfg.path, args...)
+	cmd.Dir = cfg.dir
+	// Empty prompts from the first line on (bash takes PS1 from its
+	// environment); setup un-exports them.
+	cmd.Env = append(cfg.env, s.token, "PS1=", "PS2=")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.ExtraFiles = []*os.File{ctlR, outW} // fds 3 and 4, moved to fdCtl and fdMark
+	cmd.SysProcAttr = sysProcAttr()
+	if err = cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.path, err)
+	}
+	s.cmd, s.pid = cmd, cmd.Process.Pid
+	// The child has its copies; ours would keep the pipes open forever.
+	for _, f := range []*os.File{inR, ctlR, outW, errW} {
+		f.Close()
+	}
+
+	s.wg.Add(3)
+	go s.wait()
+	go s.readOutput()
+	go s.readStderr()
+
+	if err = s.setup(ctx, tag); err != nil {
+		s.close(context.Background())
+		return nil, err
+	}
+	s.stderr.reset()
+	return s, nil
+}
+
+func (s *shell) wait() {
+	defer s.wg.Done()
+	s.exitErr = s.cmd.Wait()
+	close(s.exited)
+}
+
+// readOutput moves the output pipe into s.data in chunks from s.free, so
+// output is never buffered without bound: when no call reads, the pipe
+// fills and writers block, as on a terminal.
+func (s *shell) readOutput() {
+	defer s.wg.Done()
+	for {
+		var buf []byte
+		select {
+		case buf = <-s.free:
+		case <-s.done:
+			return
+		}
+		n, err := s.outR.Read(buf[:cap(buf)])
+		if n > 0 {
+			select {
+			case s.data <- buf[:n]:
+			case <-s.done:
+				return
+			}
+		} else {
+			s.free <- buf
+		}
+		if err != nil {
+			close(s.data) // EOF: every writer is gone
+			return
+		}
+	}
+}
+
+func (s *shell) readStderr() {
+	defer s.wg.Done()
+	buf := make([]byte, 1024)
+	for {
+		n, err := s.errR.Read(buf)
+		s.stderr.Write(buf[:n])
+		if err != nil {
+			return
+		}
+	}
+}
+
+// escapeForPrintf writes tag as printf escapes: the shell keeps only this
+// form in its variables, so `set` or `declare -p` cannot print the tag.
+func escapeForPrintf(tag string) string {
+	var b strings.Builder
+	for i := 0; i < len(tag); i++ {
+		fmt.Fprintf(&b, `\x%02x`, tag[i])
+	}
+	return b.String()
+}
+
+// setup defines nerve's helpers in the shell and waits for its first sync.
+//
+// __nerve_pre reads one command (its length in bytes, then the bytes, with
+// LC_ALL=C so read -N counts bytes) from the control pipe and prints the
+// start marker; the call line evals it at top level (so `declare` makes
+// globals) with stdin from /dev/null and stderr on stdout; __nerve_post
+// prints the background jobs and the end marker with the status.
+func (s *shell) setup(ctx context.Context, tag string) error {
+	t := escapeForPrintf(tag)
+	script := fmt.Sprintf(`exec %[1]d<&3 %[2]d>&4 3<&- 4>&-
+set -m +H +o history
+unset HISTFILE PROMPT_COMMAND MAILCHECK
+export -n PS1 PS2
+PS0= PS4='+ '
+__nerve_t='%[3]s'
+__nerve_pre() { IFS=' ' read -r -u %[1]d __nerve_seq __nerve_len && IFS= LC_ALL=C read -r -u %[1]d -N "$__nerve_len" __nerve_cmd && printf "${__nerve_t}S %%s\n" "$__nerve_seq" >&%[2]d; }
+__nerve_post() { unset __nerve_cmd; printf "${__nerve_t}J" >&%[2]d; jobs -p >&%[2]d; printf "${__nerve_t}E %%s %%s\n" "$__nerve_seq" "$1" >&%[2]d; }
+__nerve_sync() { printf "${__nerve_t}Y %%s\n" "$1" >&%[2]d; }
+__nerve_sync 0
+`, fdCtl, fdMark, t)
+	deadline := time.Now().Add(startTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := s.writeStdin(script, deadline); err != nil {
+		return s.startFailure(fmt.Errorf("sending setup to %s: %w", s.name, err))
+	}
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	ready := false
+	for !ready {
+		select {
+		case buf, ok := <-s.data:
+			if !ok {
+				return s.startFailure(errors.New("output closed"))
+			}
+			s.scan.feed(buf, func([]byte) {}, func(m marker) {
+				if m.kind == markSync && m.seq == 0 {
+					ready = true
+				}
+			})
+			s.free <- buf
+		case <-s.exited:
+			return s.startFailure(errors.New("it exited"))
+		case <-timer.C:
+			return s.startFailure(fmt.Errorf("no answer within %s", startTimeout))
+		case <-ctx.Done():
+			return fmt.Errorf("starting %s: %w", s.name, ctx.Err())
+		}
+	}
+	return nil
+}
+
+func (s *shell) startFailure(err error) error {
+	msg := fmt.Sprintf("%s did not start: %v", s.name, err)
+	select {
+	case <-s.exited:
+		msg = fmt.Sprintf("%s did not start: %s", s.name, s.exitReason())
+	default:
+	}
+	if t := s.stderr.String(); t != "" {
+		msg += ": " + t
+	}
+	return errors.New(msg + " (is it bash? check the node's command)")
+}
+
+// exitReason says how the shell ended; valid after s.exited is closed.
+func (s *shell) exitReason() string {
+	var ee *exec.ExitError
+	if errors.As(s.exitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("%s was killed by signal %d (%s)", s.name, int(ws.Signal()), ws.Signal())
+		}
+		return fmt.Sprintf("%s exited with status %d", s.name, ee.ExitCode())
+	}
+	if s.exitErr != nil {
+		return fmt.Sprintf("%s ended: %v", s.name, s.exitErr)
+	}
+	return s.name + " exited with status 0"
+}
+
+// exitCode is the shell's exit status, 128+n for a signal n; valid after
+// s.exited is closed.
+func (s *shell) exitCode() int {
+	var ee *exec.ExitError
+	if errors.As(s.exitErr, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return 0
+}
+
+// deathReason is exitReason plus the shell's last words on stderr.
+func (s *shell) deathReason() string {
+	r := s.exitReason()
+	if t := s.stderr.String(); t != "" {
+		r += ": " + t
+	}
+	return r
+}
+
+func (s *shell) writeStdin(text string, deadline time.Time) error {
+	_ = s.stdin.SetWriteDeadline(deadline)
+	_, err := s.stdin.WriteString(text)
+	return err
+}
+
+// callLine is the one line the shell reads for each call.
+const callLine = "__nerve_pre && eval \"$__nerve_cmd\" </dev/null 2>&1; __nerve_post $?\n"
+
+func (s *shell) send(seq uint64, command string, deadline time.Time) error {
+	if err := s.writeStdin(callLine, deadline); err != nil {
+		return err
+	}
+	hdr := make([]byte, 0, 48)
+	hdr = strconv.AppendUint(hdr, seq, 10)
+	hdr = append(hdr, ' ')
+	hdr = strconv.AppendInt(hdr, int64(len(command)), 10)
+	hdr = append(hdr, '\n')
+	_ = s.ctl.SetWriteDeadline(deadline)
+	if _, err := s.ctl.Write(hdr); err != nil {
+		return err
+	}
+	_, err := s.ctl.WriteString(command)
+	return err
+}
+
+// sync asks the shell to print a sync marker once it is at its prompt.
+func (s *shell) sync(seq uint64) {
+	_ = s.writeStdin("__nerve_sync "+strconv.FormatUint(seq, 10)+"\n", time.Now().Add(time.Second))
+}
+
+// abortReason says why a call is being ended early.
+type abortReason int
+
+const (
+	notAborted abortReason = iota
+	byTimeout
+	byInterrupt
+	byCancel
+)
+
+// run runs one command and returns what it printed and how it ended. A
+// timeout, an interrupt or ctx ending stop the command and wait, bounded,
+// until the shell is back at its prompt; with ctx ended run returns ctx's
+// error as well.
+func (s *shell) run(ctx context.Context, command string, timeout time.Duration, outCap int64, emit func(string), intr <-chan struct{}) (oc outcome, err error) {
+	s.seq++
+	seq := s.seq
+	out := capBuffer{max: int(min(outCap, int64(int(^uint(0)>>1))))}
+	defer func() { oc.out, oc.total = out.buf, out.total }()
+
+	if err := s.send(seq, command, time.Now().Add(max(timeout, time.Second))); err != nil {
+		// A half-sent command would leave the shell reading the rest as its
+		// next one: this shell is lost either way.
+		oc.died = s.kill(fmt.Sprintf("could not send the command to %s: %v", s.name, err))
+		return oc, nil
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var (
+		started, ended bool
+		inJobs         bool
+		jobs           []byte
+		reason         abortReason
+		aborting       bool
+		abortAt        time.Time
+		syncFrom       uint64 // first sync seq sent by this call
+		escalate       *time.Ticker
+		escalateC      <-chan time.Time
+		done           bool
+		ctxDone        = ctx.Done()
+	)
+	defer func() {
+		if escalate != nil {
+			escalate.Stop()
+		}
+	}()
+	text := func(b []byte) {
+		if inJobs {
+			if len(jobs) < 4096 {
+				jobs = append(jobs, b...)
+			}
+			return
+		}
+		if kept := out.write(b); len(kept) > 0 && emit != nil {
+			emit(string(kept))
+		}
+	}
+	// abort sends SIGINT to the shell and the command, and a sync line the
+	// shell reads once it is back at its prompt.
+	abort := func() {
+		aborting, abortAt = true, time.Now()
+		_ = syscall.Kill(s.pid, syscall.SIGINT)
+		s.signalCommand(syscall.SIGINT)
+		s.seq++
+		syncFrom = s.seq
+		s.sync(s.seq)
+	}
+	mark := func(m marker) {
+		inJobs = false
+		switch {
+		case m.kind == markJobs:
+			inJobs, jobs = true, jobs[:0]
+		case m.seq < seq:
+			// Left over from an earlier call's interrupt: what came
+			// before it was that call's.
+			out.reset()
+		case m.kind == markStart && m.seq == seq:
+			started = true
+			if reason != notAborted && !aborting {
+				abort()
+			}
+		case m.kind == markEnd && m.seq == seq:
+			ended, oc.exit = true, m.status
+			s.noteJobs(jobs)
+			done = !aborting
+		case m.kind == markSync && aborting && m.seq >= syncFrom:
+			done = true
+		}
+	}
+	startAbort := func(r abortReason) {
+		if reason != notAborted {
+			return
+		}
+		reason = r
+		escalate = time.NewTicker(escalateEvery)
+		escalateC = escalate.C
+		if started {
+			abort()
+		}
+	}
+
+	for !done {
+		select {
+		case buf, ok := <-s.data:
+			if !ok {
+				// EOF: the shell is gone or going (or closed its own
+				// output, which leaves it useless).
+				select {
+				case <-s.exited:
+				case <-time.After(time.Second):
+					s.killAll()
+					<-s.exited
+				}
+				oc.died = s.deathReason()
+				return oc, nil
+			}
+			s.scan.feed(buf, text, mark)
+			s.free <- buf
+		case <-s.exited:
+			s.drain(text, mark)
+			if done && !aborting {
+				return oc, nil
+			}
+			oc.died = s.deathReason()
+			return oc, nil
+		case <-timer.C:
+			startAbort(byTimeout)
+		case <-intr:
+			startAbort(byInterrupt)
+		case <-ctxDone:
+			ctxDone = nil
+			err = ctx.Err()
+			startAbort(byCancel)
+		case <-escalateC:
+			if !aborting {
+				abort() // no start marker yet: interrupt anyway
+				continue
+			}
+			if time.Since(abortAt) > giveUpAfter {
+				oc.died = s.kill(fmt.Sprintf("%s did not return to its prompt within %s of an interrupt and was killed", s.name, giveUpAfter))
+				return oc, err
+			}
+			// Something ignored SIGINT: kill the command's processes
+			// and ask again.
+			s.signalCommand(syscall.SIGKILL)
+			_ = syscall.Kill(s.pid, syscall.SIGINT)
+			s.seq++
+			s.sync(s.seq)
+		}
+	}
+	if aborting {
+		out.dropNoise()
+	}
+	if aborting && !ended {
+		switch reason {
+		case byTimeout:
+			oc.timedOut = timeout
+		default:
+			oc.intr = true
+		}
+	}
+	return oc, err
+}
+
+// drain reads what is left of the output after the shell exited, for a
+// bounded time: a background job may keep the pipe open.
+func (s *shell) drain(text func([]byte), mark func(marker)) {
+	t := time.NewTimer(drainAfterExit)
+	defer t.Stop()
+	for {
+		select {
+		case buf, ok := <-s.data:
+			if !ok {
+				return
+			}
+			s.scan.feed(buf, text, mark)
+			s.free <- buf
+		case <-t.C:
+			return
+		}
+	}
+}
+
+// noteJobs records the process groups of the background jobs `jobs -p`
+// listed: interrupts spare them, Stop ends them.
+func (s *shell) noteJobs(list []byte) {
+	bg := map[int]bool{}
+	for _, f := range bytes.Fields(list) {
+		if pgid, err := strconv.Atoi(string(f)); err == nil && pgid > 1 {
+			bg[pgid] = true
+		}
+	}
+	s.bgMu.Lock()
+	s.bg = bg
+	s.bgMu.Unlock()
+}
+
+// signalCommand signals the command in the foreground: every process below
+// the shell except the background jobs of earlier calls.
+func (s *shell) signalCommand(sig syscall.Signal) {
+	procs, err := processTable()
+	if err != nil {
+		return
+	}
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	ks := newKillSet(s.pid)
+	for _, p := range descendants(procs, s.pid) {
+		if !s.bg[p.pgid] {
+			ks.add(p)
+		}
+	}
+	ks.signal(sig)
+}
+
+// kill ends the shell and everything it started and returns why, for a
+// shell that cannot be trusted any more.
+func (s *shell) kill(why string) string {
+	s.killAll()
+	return why
+}
+
+// killAll sends SIGKILL to every process the shell started (its process
+// tree, its jobs' process groups, and processes that carry its token after
+// leaving the tree), then to the shell's own group. It repeats while it
+// finds some, as a process may fork while it is being killed.
+func (s *shell) killAll() {
+	s.bgMu.Lock()
+	bg := make([]int, 0, len(s.bg))
+	for g := range s.bg {
+		bg = append(bg, g)
+	}
+	s.bgMu.Unlock()
+	for round := range 10 {
+		ks := newKillSet(s.pid)
+		if procs, err := processTable(); err == nil {
+			for _, p := range descendants(procs, s.pid) {
+				ks.add(p)
+			}
+			for _, p := range tokenHolders(procs, s.token) {
+				ks.add(p)
+			}
+		}
+		if round == 0 {
+			for _, g := range bg {
+				ks.groups[g] = true
+			}
+		}
+		ks.signal(syscall.SIGKILL)
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		if ks.empty() {
+			return
+		}
+	}
+}
+
+// close kills the shell and everything it started, then releases the pipes
+// and waits for the goroutines. It is safe to call more than once.
+func (s *shell) close(ctx context.Context) error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.killAll()
+	var err error
+	select {
+	case <-s.exited:
+	case <-ctx.Done():
+		err = fmt.Errorf("waiting for %s to exit: %w", s.name, ctx.Err())
+	}
+	close(s.done)
+	for _, f := range []*os.File{s.stdin, s.ctl, s.outR, s.errR} {
+		f.Close()
+	}
+	if err == nil {
+		s.wg.Wait()
+	}
+	return err
+}
+
+// capBuffer keeps the first max bytes written and counts the rest.
+type capBuffer struct {
+	buf   []byte
+	max   int
+	total int64
+}
+
+// write keeps what fits and returns it.
+func (c *capBuffer) write(p []byte) []byte {
+	c.total += int64(len(p))
+	room := c.max - len(c.buf)
+	if room <= 0 {
+		return nil
+	}
+	p = p[:min(room, len(p))]
+	if need := len(c.buf) + len(p); need > cap(c.buf) {
+		// Grow by doubling, but never past max: memory stays bounded.
+		nb := make([]byte, len(c.buf), min(max(2*cap(c.buf), need, 512), c.max))
+		copy(nb, c.buf)
+		c.buf = nb
+	}
+	c.buf = append(c.buf, p...)
+	return p
+}
+
+func (c *capBuffer) reset() { c.buf, c.total = c.buf[:0], 0 }
+
+// tcsetattrNoise is what an interactive bash without a terminal prints when
+// SIGINT returns it to its prompt: "bash: [123: 2 (255)] tcsetattr:
+// Inappropriate ioctl for device". It says nothing about the command.
+var tcsetattrNoise = regexp.MustCompile(`(?m)^[^\n]*: \[\d+: \d+ \(\d+\)\] tcsetattr: Inappropriate ioctl for device\n`)
+
+// dropNoise removes tcsetattrNoise from the kept output.
+func (c *capBuffer) dropNoise() {
+	if !bytes.Contains(c.buf, []byte("tcsetattr")) {
+		return
+	}
+	clean := tcsetattrNoise.ReplaceAll(c.buf, nil)
+	c.total -= int64(len(c.buf) - len(clean))
+	c.buf = append(c.buf[:0], clean...)
+}
