@@ -2,6 +2,7 @@ package commander
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -77,6 +78,14 @@ func TestComplete(t *testing.T) {
 			got, n := Complete(tc.line, pos, cat, testCommands)
 			if !slices.Equal(got, tc.want) || n != tc.replace {
 				t.Errorf("Complete(%q, %d) = %q, %d; want %q, %d", tc.line, pos, got, n, tc.want, tc.replace)
+			}
+			// readline wants the suffix after the typed word: every
+			// candidate must start with the runes it replaces.
+			typed := string([]rune(tc.line)[pos-n : pos])
+			for _, c := range got {
+				if !strings.HasPrefix(c, typed) {
+					t.Errorf("candidate %q does not start with the replaced %q", c, typed)
+				}
 			}
 		})
 	}
@@ -162,6 +171,10 @@ func TestHistoryRefs(t *testing.T) {
 		if err != nil || string(ln.Args) != tc.want {
 			t.Errorf("Parse(%q) = %s, %v; want %s", tc.line, ln.Args, err, tc.want)
 		}
+	}
+	var none *History
+	if _, err := Parse("@echo :::1", testCatalog(), none); err == nil || err.Error() != ":::1: no block yet — each result gets a block number as it arrives" {
+		t.Errorf("nil *History: %v", err)
 	}
 	if _, err := Parse("@echo :::1", testCatalog(), nil); err == nil {
 		t.Error("a reference without history should fail")
