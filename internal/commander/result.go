@@ -215,7 +215,14 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 
 	st := opt.Style
 	var b strings.Builder
-	b.Grow(min(total, max(limit, 0)+256) + 64)
+	size := 0
+	for _, p := range kept {
+		size += len(p.text)
+	}
+	if st.on() {
+		size += size / 2 // colour codes around most JSON tokens
+	}
+	b.Grow(size + 64)
 	for _, p := range kept {
 		switch {
 		case !st.on():
@@ -368,8 +375,8 @@ func sameJSON(text string, structured []byte) bool {
 	if t == "" || (t[0] != '{' && t[0] != '[') {
 		return false
 	}
-	if t == string(structured) {
-		return true
+	if t == string(structured) || bytes.Equal(unescapeHTML([]byte(t)), structured) {
+		return true // a Go server's json.Marshal: compact, sorted, HTML-escaped
 	}
 	var a, b bytes.Buffer
 	if json.Compact(&a, []byte(t)) != nil || json.Compact(&b, structured) != nil {
