@@ -320,6 +320,7 @@ func (d *Daemon) handleTools(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	waitStarted(r.Context(), s, r.PathValue("node"))
 	tools, err := s.Tools(r.Context(), r.PathValue("node"))
 	if err != nil {
 		status, e := apiError(err)

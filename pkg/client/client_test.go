@@ -59,9 +59,11 @@ func (n *slowNode) Stop(ctx context.Context) error {
 	return n.Machine.To(node.Stopped, "")
 }
 
-func (n *slowNode) Interrupt(ctx context.Context) error                { return nil }
-func (n *slowNode) ListTools(ctx context.Context) ([]*mcp.Tool, error) { return []*mcp.Tool{waitTool}, nil }
-func (n *slowNode) Info() node.Info                                    { return n.BaseInfo() }
+func (n *slowNode) Interrupt(ctx context.Context) error { return nil }
+func (n *slowNode) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	return []*mcp.Tool{waitTool}, nil
+}
+func (n *slowNode) Info() node.Info { return n.BaseInfo() }
 
 func (n *slowNode) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallToolResult, error) {
 	if err := n.BeginCall(); err != nil {
@@ -377,4 +379,3 @@ func TestVersionMismatchWarnsOnce(t *testing.T) {
 		t.Errorf("warned %d times about %q; want once about v2", warned.Load(), got)
 	}
 }
-
