@@ -28,7 +28,8 @@ type call struct {
 	req    *node.CallRequest
 	cancel context.CancelCauseFunc
 	idle   time.Duration
-	timer  *time.Timer // cancels the call after idle without progress
+	capAt  time.Time   // the absolute deadline
+	timer  *time.Timer // cancels the call after idle without progress, or at capAt
 }
 
 // CallTool calls one of the server's tools. Calls run concurrently; the
@@ -72,11 +73,15 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 	idle := n.callTimeout()
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	capCtx, capCancel := context.WithTimeoutCause(cctx, n.cfg.callCap,
-		fmt.Errorf("%w: tool %q ran for %v, nerve's cap for any call; the server was told to cancel it", ErrTimeout, req.Tool, n.cfg.callCap))
-	defer capCancel()
-	cl := &call{req: req, cancel: cancel, idle: idle}
-	cl.timer = time.AfterFunc(idle, func() {
+	// One timer serves both limits: it fires at the idle deadline (moved
+	// on by progress) or at the cap, whichever is first.
+	cl := &call{req: req, cancel: cancel, idle: idle, capAt: time.Now().Add(n.cfg.callCap)}
+	callCap := n.cfg.callCap
+	cl.timer = time.AfterFunc(min(idle, callCap), func() {
+		if !time.Now().Before(cl.capAt) {
+			cancel(fmt.Errorf("%w: tool %q ran for %v, nerve's cap for any call; the server was told to cancel it", ErrTimeout, req.Tool, callCap))
+			return
+		}
 		cancel(fmt.Errorf("%w: tool %q sent no result or progress for %v, so nerve cancelled it (raise the node's timeout, e.g. --timeout 5m, if it needs longer)", ErrTimeout, req.Tool, idle))
 	})
 	n.callsMu.Lock()
@@ -94,15 +99,15 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		params.Arguments = req.Arguments
 	}
 	params.SetProgressToken(token)
-	res, err := c.cs.CallTool(capCtx, params)
+	res, err := c.cs.CallTool(cctx, params)
 	if err == nil {
 		return res, nil
 	}
-	if capCtx.Err() != nil {
+	if cctx.Err() != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("call to %q cancelled (the server was told): %w", req.Tool, context.Cause(ctx))
 		}
-		return nil, context.Cause(capCtx)
+		return nil, context.Cause(cctx)
 	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
@@ -154,7 +159,7 @@ func (n *Node) progress(p *mcp.ProgressNotificationParams) {
 	if cl == nil {
 		return
 	}
-	cl.timer.Reset(cl.idle) // progress keeps a call alive
+	cl.timer.Reset(min(cl.idle, time.Until(cl.capAt))) // progress keeps a call alive, up to the cap
 	cl.req.Emit(node.CallEvent{Kind: node.EventProgress, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 

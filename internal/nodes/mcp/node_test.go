@@ -436,3 +436,20 @@ func TestUnsetVariableNamedAtStart(t *testing.T) {
 		t.Errorf("err = %v, want it to name the variable", err)
 	}
 }
+
+func TestCallCapStopsEvenWithProgress(t *testing.T) {
+	cfg := inMemory(t)
+	cfg.callCap = 400 * time.Millisecond
+	n, err := newNode(node.Spec{ID: "capped", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://x.invalid/","timeout":"1s"}`)}, node.Env{}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, n)
+	_, err = n.CallTool(context.Background(), &node.CallRequest{Tool: "slow", Arguments: json.RawMessage(`{"steps":100,"ms":50}`)})
+	if !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "cap") {
+		t.Fatalf("err = %v, want ErrTimeout naming the cap", err)
+	}
+	if n.State() != node.Ready {
+		t.Errorf("state %s after the cap, want READY", n.State())
+	}
+}
