@@ -189,9 +189,10 @@ func TestCandidates(t *testing.T) {
 		{nil, "no", "node"},
 		{[]string{"node"}, "", "add info interrupt kinds ls restart rm"},
 		{[]string{"node", "add"}, "--c", "--cwd"},
-		{[]string{"node", "info"}, "", "echo"},
+		{[]string{"node", "info"}, "", "bash echo"}, // embedded sessions start with @bash
 		{[]string{"node", "add"}, "id", "identity"},
 		{[]string{"call"}, "@e", "@echo"},
+		{[]string{"call"}, "@", "@bash @echo"},
 		{[]string{"completion"}, "", "bash fish zsh"},
 		{[]string{"-s"}, "", ""},
 	}
