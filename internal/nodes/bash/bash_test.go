@@ -530,8 +530,8 @@ func TestSpecCwdEnvAndCommand(t *testing.T) {
 	if err != nil {
 		requireBash(t)
 	}
-	n, _ := startNode(t, node.Spec{Cwd: dir, Env: map[string]string{"NERVE_TEST_VAR": "from spec"}, Command: []string{bash}})
-	if r := call(t, n, `pwd; echo "$NERVE_TEST_VAR"`, 0); r.text != dir+"\nfrom spec\n" {
+	n, _ := startNode(t, node.Spec{Cwd: dir, Env: map[string]string{"NERVE_TEST_VAR": "from spec"}, Command: []string{bash, "-O", "extglob"}})
+	if r := call(t, n, `pwd; echo "$NERVE_TEST_VAR"; shopt -q extglob && echo extglob`, 0); r.text != dir+"\nfrom spec\nextglob\n" {
 		t.Fatalf("got %q", r.text)
 	}
 	if info := n.Info(); info.Summary != "bash in "+dir || info.Details["pid"] != n.sh.pid {

@@ -65,7 +65,8 @@ func newTool(o Options) *mcp.Tool {
 			"as an error and ends it with a line like [exit 2]. Output beyond " + formatSize(o.OutputCap, true) +
 			" is cut. A command running longer than its timeout (default " + time.Duration(o.Timeout).String() +
 			") is stopped and the shell keeps its state; background jobs (cmd &) keep running between calls. " +
-			"`exit` ends the shell and the node then needs a restart.",
+			"`exit`, and a failure after `set -e`, end the shell and the node then needs a restart: " +
+			"put such scripts in a subshell, ( set -e; ... ).",
 		InputSchema: &jsonschema.Schema{
 			Type: "object",
 			Properties: map[string]*jsonschema.Schema{
