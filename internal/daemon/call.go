@@ -87,16 +87,12 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	waitStarted(ctx, s, id)
 
-	// Forward the node's state changes during the call (BUSY, ERROR, …).
-	sub := s.Subscribe(64)
-	var fwd sync.WaitGroup
-	fwd.Go(func() {
-		for ev := range sub.C {
-			if ev.Kind == session.EventState && ev.Node == id {
-				cs.send(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineState}, From: ev.From, To: ev.To, Reason: ev.Reason})
-			}
-		}
-	})
+	// Tell the caller if the node fails or stops during the call.
+	h := d.held(sessName)
+	if h != nil {
+		h.watchCall(id, cs)
+		defer h.unwatchCall(id, cs)
+	}
 
 	start := time.Now()
 	res, err := s.Call(ctx, id, &node.CallRequest{
@@ -107,8 +103,6 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 		},
 	})
 	took := time.Since(start)
-	sub.Close()
-	fwd.Wait()
 	if err == nil && res == nil {
 		res = &mcp.CallToolResult{Content: []mcp.Content{}}
 	}
@@ -149,6 +143,58 @@ func waitStarted(ctx context.Context, s *session.Session, id string) {
 			}
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// notableState says whether a node's move to state to is news for a
+// caller whose call is running: READY ⇄ BUSY is the call itself.
+func notableState(to string) bool {
+	return to != node.Busy.String() && to != node.Ready.String()
+}
+
+// watchCall routes node id's state changes to cs while its call runs. One
+// subscription per session serves every call: a subscription per call
+// would cost each call a buffer and every event a send per call in flight.
+func (h *held) watchCall(id string, cs *callStream) {
+	h.callMu.Lock()
+	defer h.callMu.Unlock()
+	if h.calls == nil {
+		h.calls = make(map[string]map[*callStream]struct{})
+		sub := h.s.Subscribe(256)
+		// The goroutine ends when the session closes (and closes sub.C).
+		go h.routeStates(sub)
+	}
+	m := h.calls[id]
+	if m == nil {
+		m = make(map[*callStream]struct{})
+		h.calls[id] = m
+	}
+	m[cs] = struct{}{}
+}
+
+func (h *held) unwatchCall(id string, cs *callStream) {
+	h.callMu.Lock()
+	defer h.callMu.Unlock()
+	delete(h.calls[id], cs)
+	if len(h.calls[id]) == 0 {
+		delete(h.calls, id)
+	}
+}
+
+func (h *held) routeStates(sub *session.Subscription) {
+	for ev := range sub.C {
+		if ev.Kind != session.EventState || !notableState(ev.To) {
+			continue
+		}
+		h.callMu.Lock()
+		streams := make([]*callStream, 0, len(h.calls[ev.Node]))
+		for cs := range h.calls[ev.Node] {
+			streams = append(streams, cs)
+		}
+		h.callMu.Unlock()
+		for _, cs := range streams {
+			cs.send(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineState}, From: ev.From, To: ev.To, Reason: ev.Reason})
 		}
 	}
 }

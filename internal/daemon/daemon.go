@@ -87,6 +87,18 @@ type held struct {
 	// this daemon. They are kept in the state file, never silently lost.
 	orphanMu sync.Mutex
 	orphans  []node.Spec
+	// callMu guards calls: the call streams in flight, by node id, that
+	// hear about their node's state changes.
+	callMu sync.Mutex
+	calls  map[string]map[*callStream]struct{}
+}
+
+// held returns the session called name and what the daemon keeps beside
+// it, or nil.
+func (d *Daemon) held(name string) *held {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.sessions[name]
 }
 
 // New returns a daemon with no sessions yet; call Restore (or just serve:
