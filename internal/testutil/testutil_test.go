@@ -100,3 +100,15 @@ func TestProcessGroupHelpers(t *testing.T) {
 		t.Errorf("ChildrenOf(self) = %v still lists the reaped shell %d", got, pgid)
 	}
 }
+
+func TestBuildBinaryOncePerPackage(t *testing.T) {
+	first := BuildBinary(t, "./fixtures/badmcp")
+	if second := BuildBinary(t, "./fixtures/badmcp"); second != first {
+		t.Errorf("second build at %q, want the cached %q", second, first)
+	}
+	out, err := exec.Command(first, "--mode", "crash-start").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 7 {
+		t.Errorf("built badmcp --mode crash-start: %v (%s), want exit 7", err, out)
+	}
+}
