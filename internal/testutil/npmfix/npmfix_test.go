@@ -1,6 +1,7 @@
 package npmfix
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nerve-dev/nerve/internal/testutil"
 )
 
 func TestEnsureSkipsInstallWhenLockHashMatches(t *testing.T) {
@@ -127,5 +129,37 @@ func TestInspectorListsTools(t *testing.T) {
 	}
 	if !strings.Contains(string(out), `"name": "get-tiny-image"`) {
 		t.Errorf("inspector output lacks get-tiny-image:\n%s", out)
+	}
+}
+
+// TestConformanceRuns runs two conformance scenarios with Node 22 against
+// the Go fixture server, proving the Node22 and Conformance helpers.
+func TestConformanceRuns(t *testing.T) {
+	argv := Conformance(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+
+	server := exec.CommandContext(ctx, testutil.BuildBinary(t, "./fixtures/mcpserver"), "--http", "127.0.0.1:0")
+	stderr, err := server.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); server.Wait() }()
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "listening on ")
+	if err != nil || !ok {
+		t.Fatalf("mcpserver said %q, %v; want listening on URL", line, err)
+	}
+
+	for _, scenario := range []string{"server-initialize", "tools-list"} {
+		cmd := exec.CommandContext(ctx, argv[0], append(argv[1:], "server", "--url", url, "--scenario", scenario)...)
+		cmd.Dir = t.TempDir()
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "0 failed") {
+			t.Errorf("conformance %s: %v\n%s", scenario, err, out)
+		}
 	}
 }
