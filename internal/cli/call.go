@@ -141,7 +141,7 @@ func showCallLine(env *Env, nodeID string, l api.CallLine) {
 // printResult prints a result for people: its text on stdout (stderr for
 // an error result); binary content is saved to files whose paths are shown.
 func printResult(env *Env, res *mcp.CallToolResult) error {
-	r := commander.RenderResult(res, commander.RenderOptions{MaxBytes: -1})
+	r := commander.RenderResult(res, commander.RenderOptions{MaxBytes: -1, HideStructuredBesideText: true})
 	if len(r.Attachments) > 0 {
 		dir, err := os.MkdirTemp("", "nerve-call-")
 		if err != nil {

@@ -23,6 +23,11 @@ type RenderOptions struct {
 	// MaxBytes is the most of the result's text printed; the rest is in
 	// Rendered.Full. 0 means DefaultMaxBytes; negative means no limit.
 	MaxBytes int
+	// HideStructuredBesideText leaves structured content out when the
+	// result also has text that is not its mirror: the text is what the
+	// tool wrote for people, the structure is for programs (which use
+	// `nerve call --json`). A bash node's {"exit_code": 0} is one such.
+	HideStructuredBesideText bool
 }
 
 // Attachment is binary content (an image, audio, a blob resource) for the
@@ -124,9 +129,11 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 		return string(append(indentJSON(make([]byte, 0, len(structured)*5/2+64), structured), '\n'))
 	}
 	structuredShown := false
+	hasText := false
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
+			hasText = true
 			values = append(values, c.Text)
 			if structured != nil && !structuredShown && sameJSON(c.Text, structured) {
 				// The SDK mirrors structured output as JSON text: show it
@@ -159,7 +166,7 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 			parts = append(parts, part{prettyJSON(b), partJSON})
 		}
 	}
-	if structured != nil && !structuredShown {
+	if structured != nil && !structuredShown && !(hasText && opt.HideStructuredBesideText) {
 		parts = append(parts, part{pretty(), partJSON})
 	}
 	if len(values) == 0 && structured != nil {

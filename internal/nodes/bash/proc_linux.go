@@ -7,10 +7,13 @@ import (
 	"syscall"
 )
 
-// sysProcAttr starts the shell in its own process group, killed with us:
-// Pdeathsig covers a daemon that dies without running Stop.
+// sysProcAttr starts the shell in its own session (and so its own process
+// group) without a controlling terminal, killed with us: Pdeathsig covers a
+// daemon that dies without running Stop. A new session matters when nerve
+// runs in a terminal: a shell with job control (`set -m`) in a background
+// process group of that terminal would be stopped by SIGTTOU/SIGTTIN.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 }
 
 // processTable lists the live processes from /proc.

@@ -13,7 +13,7 @@ import (
 
 // sysProcAttr starts the shell in its own process group.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true}
+	return &syscall.SysProcAttr{Setsid: true}
 }
 
 // processTable lists the live processes with ps(1); only interrupts and

@@ -1,0 +1,422 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chzyer/readline"
+
+	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/pkg/client"
+)
+
+// replHelp is `:help` with no command: the grammar with examples.
+const replHelp = `The Commander line:
+  @NODE ?                      tools of NODE (for a single-tool node: its help)
+  @NODE TOOL ?                 one tool: parameters, types, defaults, an example
+  @NODE TOOL {JSON}            call with JSON arguments (may span lines)
+  @NODE TOOL key=value ...     call with arguments coerced by the tool's schema
+  @NODE TOOL VALUE             a tool with one required string parameter
+  @NODE TEXT...                single-tool node: TEXT is its input (@bash ls -la)
+  @NODE.TOOL ...               the qualified name works too
+  :::N  :::NODE[-1]            the output of block N / NODE's last output
+  :COMMAND ...                 a command of the command line (:node ls)
+
+Keys: Tab completes, Ctrl-R searches history, Ctrl-C cancels a call (twice on
+an empty line leaves), Ctrl-D leaves.
+
+Commands (:help COMMAND for one):
+`
+
+// RunREPL runs the Commander on env's session until the person leaves.
+func RunREPL(ctx context.Context, env *Env) error {
+	c, err := env.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	p, err := env.paths()
+	if err != nil {
+		return err
+	}
+	r := &repl{
+		env:     env,
+		client:  c,
+		session: c.Session(env.SessionName()),
+		outDir:  filepath.Join(p.State, "outputs"),
+		history: &commander.History{},
+	}
+	r.color = colorWanted(env)
+	r.style = commander.NewStyle(r.color)
+	r.catalog = newCatalog(r.session)
+	kinds, err := c.Kinds(ctx)
+	if err != nil {
+		return err
+	}
+	r.cmds = commandSpecs(Tree(), kinds)
+
+	if err := compactHistory(p.History, historyLimit); err != nil {
+		fmt.Fprintf(env.Stderr, "nerve: history: %v (continuing without it)\n", err)
+	}
+	rl, err := readline.NewEx(&readline.Config{
+		Prompt:                 r.prompt(),
+		HistoryFile:            p.History,
+		HistoryLimit:           historyLimit,
+		DisableAutoSaveHistory: true,
+		HistorySearchFold:      true,
+		AutoComplete:           &completer{r: r},
+		InterruptPrompt:        "^C",
+		EOFPrompt:              "",
+		Stdin:                  readerOrNil(env.Stdin),
+		Stdout:                 env.Stdout,
+		Stderr:                 env.Stderr,
+	})
+	if err != nil {
+		return fmt.Errorf("starting the line editor: %w", err)
+	}
+	defer rl.Close()
+	r.rl = rl
+	r.out = rl.Stdout()
+	r.errOut = rl.Stderr()
+
+	r.catalog.refresh(ctx)
+	wctx, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { r.watch(wctx) })
+	defer func() { stopWatch(); wg.Wait() }()
+
+	fmt.Fprintf(r.out, "%s — session %s. %s\n",
+		paint(r.style, r.style.Bold, "nerve"), r.session.Name(), paint(r.style, r.style.Dim, "Type :help for help, @NODE ? for a node's tools, Ctrl-D to leave."))
+	return r.loop(ctx)
+}
+
+const historyLimit = 2000
+
+// repl is one Commander session at a terminal.
+type repl struct {
+	env     *Env
+	client  *client.Client
+	session *client.Session
+	rl      *readline.Instance
+	out     io.Writer
+	errOut  io.Writer
+	color   bool
+	style   *commander.Style
+	catalog *catalog
+	cmds    []commander.CommandSpec
+	history *commander.History
+	outDir  string
+
+	// mu guards busy: a call or command is running, so background notices
+	// are held back until the prompt is shown again.
+	mu      sync.Mutex
+	busy    bool
+	pending []string
+}
+
+func (r *repl) prompt() string {
+	return paint(r.style, r.style.Cyan, r.session.Name()) + "> "
+}
+
+func (r *repl) loop(ctx context.Context) error {
+	lastInterrupt := false
+	var buf strings.Builder
+	for {
+		r.flushNotices()
+		if buf.Len() > 0 {
+			r.rl.SetPrompt(strings.Repeat(" ", len(r.session.Name())) + paint(r.style, r.style.Dim, "…") + " ")
+		} else {
+			r.rl.SetPrompt(r.prompt())
+		}
+		line, err := r.rl.Readline()
+		switch {
+		case errors.Is(err, readline.ErrInterrupt):
+			if buf.Len() > 0 || strings.TrimSpace(line) != "" {
+				buf.Reset()
+				lastInterrupt = false
+				continue
+			}
+			if lastInterrupt {
+				return nil
+			}
+			lastInterrupt = true
+			fmt.Fprintln(r.errOut, paint(r.style, r.style.Dim, "(press Ctrl-C again or Ctrl-D to leave)"))
+			continue
+		case errors.Is(err, io.EOF):
+			if buf.Len() > 0 {
+				buf.Reset()
+				continue
+			}
+			return nil
+		case err != nil:
+			return fmt.Errorf("reading a line: %w", err)
+		}
+		lastInterrupt = false
+		if buf.Len() > 0 {
+			buf.WriteByte('\n')
+		}
+		buf.WriteString(line)
+		text := buf.String()
+		if commander.Incomplete(text) {
+			continue
+		}
+		buf.Reset()
+		text = strings.TrimSpace(text)
+		if text == "" {
+			continue
+		}
+		r.remember(text)
+		if quit := r.run(ctx, text); quit {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// remember saves a line in the history file once: a line equal to the
+// previous one is not saved again, and a multi-line entry is kept as one
+// line (JSON allows the newlines to be spaces).
+func (r *repl) remember(text string) {
+	entry := strings.Join(strings.Fields(strings.ReplaceAll(text, "\n", " ")), " ")
+	if !strings.Contains(text, "\n") {
+		entry = text
+	}
+	if last := r.lastHistory(); last == entry {
+		return
+	}
+	if err := r.rl.SaveHistory(entry); err != nil {
+		fmt.Fprintf(r.errOut, "nerve: saving history: %v\n", err)
+	}
+}
+
+func (r *repl) lastHistory() string {
+	p, err := r.env.paths()
+	if err != nil {
+		return ""
+	}
+	return lastLine(p.History)
+}
+
+// run runs one complete input; it reports whether the person asked to leave.
+func (r *repl) run(ctx context.Context, text string) (quit bool) {
+	r.setBusy(true)
+	defer r.setBusy(false)
+	if id := lineNode(text); id != "" {
+		if _, known := r.catalog.index().Tools(id); !known {
+			// The catalog may be a moment behind another client.
+			r.catalog.refresh(ctx)
+		}
+	}
+	ln, err := commander.Parse(text, r.catalog.index(), r.history)
+	if err != nil {
+		r.printErr(err)
+		return false
+	}
+	switch ln.Kind {
+	case commander.Empty:
+	case commander.Command:
+		return r.command(ctx, ln.Argv)
+	case commander.NodeHelp:
+		tools, _ := r.catalog.index().Tools(ln.Node)
+		if tools == nil {
+			r.printNodeNotReady(ctx, ln.Node)
+			return false
+		}
+		fmt.Fprint(r.out, commander.RenderToolList(ln.Node, tools, r.style))
+	case commander.ToolHelp:
+		tools, _ := r.catalog.index().Tools(ln.Node)
+		t, _ := r.catalog.index().Tool(ln.Node, ln.Tool)
+		fmt.Fprint(r.out, commander.RenderToolHelp(ln.Node, t, len(tools) == 1, r.style))
+	case commander.Call:
+		r.call(ctx, ln)
+	}
+	return false
+}
+
+// printNodeNotReady explains why a node has no tools to show.
+func (r *repl) printNodeNotReady(ctx context.Context, id string) {
+	d, err := r.session.Node(ctx, id)
+	if err != nil {
+		r.printErr(err)
+		return
+	}
+	msg := fmt.Sprintf("@%s is %s: its tools are not known", id, d.Info.State)
+	if d.Info.Error != "" {
+		msg += " — " + d.Info.Error
+	}
+	r.printErr(errors.New(msg + fmt.Sprintf(" (try `:node restart %s`, `:node info %s`)", id, id)))
+}
+
+func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
+	if len(argv) == 0 {
+		r.printErr(errors.New("type a command after ':' — :help lists them"))
+		return false
+	}
+	switch argv[0] {
+	case "quit", "exit", "q":
+		return true
+	case "help", "h", "?":
+		if len(argv) == 1 {
+			fmt.Fprint(r.out, replHelp)
+			for _, c := range Tree().Sub {
+				if !c.Hidden {
+					fmt.Fprintf(r.out, "  :%-12s %s\n", c.Name, c.Summary)
+				}
+			}
+			fmt.Fprintf(r.out, "  :%-12s %s\n", "quit", "leave the Commander (the daemon keeps the nodes)")
+			return false
+		}
+	}
+	sub := *r.env
+	sub.Stdout, sub.Stderr, sub.Stdin = r.out, r.errOut, nil
+	sub.Client = r.client
+	sub.Session = r.session.Name()
+	if err := Exec(ctx, &sub, argv); err != nil {
+		if errors.Is(err, errToolFailed) {
+			return false
+		}
+		var ue *UsageError
+		if errors.As(err, &ue) && ue.Cmd != nil {
+			r.printErr(fmt.Errorf("%s (usage: :%s)", ue.Msg, usageOf(ue.Cmd, ue.Path)))
+			return false
+		}
+		r.printErr(err)
+	}
+	// A command may have added, removed or restarted nodes.
+	r.catalog.refresh(ctx)
+	return false
+}
+
+func (r *repl) printErr(err error) {
+	fmt.Fprintln(r.errOut, paint(r.style, r.style.Bold+r.style.Red, "error: ")+err.Error())
+}
+
+// setBusy marks a call or command running; notices wait until it ends.
+func (r *repl) setBusy(b bool) {
+	r.mu.Lock()
+	r.busy = b
+	r.mu.Unlock()
+}
+
+// notice shows a background event: at once while the person is typing
+// (readline redraws the line being typed), after the call otherwise.
+func (r *repl) notice(msg string) {
+	r.mu.Lock()
+	if r.busy {
+		r.pending = append(r.pending, msg)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	fmt.Fprintln(r.out, msg)
+}
+
+func (r *repl) flushNotices() {
+	r.mu.Lock()
+	pending := r.pending
+	r.pending = nil
+	r.mu.Unlock()
+	for _, m := range pending {
+		fmt.Fprintln(r.out, m)
+	}
+}
+
+// watch follows the session's events: it keeps the completion catalog
+// fresh and reports nodes that change state in the background.
+func (r *repl) watch(ctx context.Context) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		w, err := r.session.Subscribe(ctx)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		r.catalog.refresh(ctx)
+		for {
+			ev, err := w.Next(ctx)
+			if err != nil {
+				break
+			}
+			switch ev.Kind {
+			case "state":
+				r.catalog.invalidate()
+				if msg := stateNotice(r.style, ev.Node, ev.From, ev.To, ev.Reason); msg != "" {
+					r.notice(msg)
+				}
+			case "tools", "node_added", "node_removed":
+				r.catalog.invalidate()
+			}
+		}
+		w.Close()
+	}
+}
+
+// stateNotice is the line shown for a state change, or "" for the routine
+// ones (READY ⇄ BUSY, a start or stop someone asked for).
+func stateNotice(st *commander.Style, node, from, to, reason string) string {
+	switch {
+	case to == "ERROR":
+		msg := fmt.Sprintf("! @%s is ERROR", node)
+		if reason != "" {
+			msg += ": " + reason
+		}
+		return paint(st, st.Bold+st.Red, msg) + paint(st, st.Dim, fmt.Sprintf("  (:node restart %s)", node))
+	case to == "READY" && from == "STARTING":
+		return paint(st, st.Dim, fmt.Sprintf("· @%s is READY", node))
+	}
+	return ""
+}
+
+// colorWanted reports whether to colour output: not with NO_COLOR, not when
+// stdout is not a terminal.
+func colorWanted(env *Env) bool {
+	if _, ok := os.LookupEnv("NO_COLOR"); ok || env.getenv("NO_COLOR") != "" {
+		return false
+	}
+	if env.getenv("TERM") == "dumb" {
+		return false
+	}
+	f, ok := env.Stdout.(*os.File)
+	return ok && readline.IsTerminal(int(f.Fd()))
+}
+
+func readerOrNil(r io.Reader) io.ReadCloser {
+	if r == nil {
+		return nil
+	}
+	if rc, ok := r.(io.ReadCloser); ok {
+		return rc
+	}
+	return io.NopCloser(r)
+}
+
+// interrupts delivers Ctrl-C (SIGINT) while a call runs: the terminal is
+// out of raw mode then, so Ctrl-C arrives as a signal, not a key.
+func interrupts() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// paint wraps text in an ANSI sequence of st (empty when colour is off).
+func paint(st *commander.Style, seq, text string) string {
+	if st == nil || seq == "" || st.Reset == "" {
+		return text
+	}
+	return seq + text + st.Reset
+}

@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// spinnerDelay is how long a call runs before the REPL shows it is waiting.
+const spinnerDelay = 200 * time.Millisecond
+
+// cancelGrace is how long after Ctrl-C the REPL waits for the call to come
+// back cancelled before it returns to the prompt anyway.
+const cancelGrace = 800 * time.Millisecond
+
+// call runs one tool call: a status line while it runs (spinner, elapsed
+// time, progress bar), streamed text as it arrives, Ctrl-C to cancel, and
+// the result rendered with its block number.
+func (r *repl) call(ctx context.Context, ln *commander.Line) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st := &status{r: r, label: "@" + ln.Node + " " + ln.Tool, start: time.Now()}
+
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := r.session.Call(cctx, ln.Node, ln.Tool, ln.Args, st.event)
+		done <- outcome{res, err}
+	}()
+
+	sigs, stopSigs := interrupts()
+	defer stopSigs()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case o := <-done:
+			st.clear()
+			r.show(ln, o.res, o.err, time.Since(st.start), st.streamedText())
+			return
+		case <-sigs:
+			cancel()
+			st.clear()
+			fmt.Fprintln(r.errOut, paint(r.style, r.style.Yellow, fmt.Sprintf("^C — cancelled %s", st.label)))
+			select {
+			case o := <-done:
+				if o.err == nil && o.res != nil {
+					// The node answered before the cancel reached it.
+					r.show(ln, o.res, nil, time.Since(st.start), st.streamedText())
+				}
+			case <-time.After(cancelGrace):
+				// The call goroutine ends when the daemon drops the call;
+				// done is buffered, so it never blocks.
+			}
+			return
+		case <-tick.C:
+			st.draw()
+		}
+	}
+}
+
+// show prints a call's result (or error) and numbers it as a block.
+func (r *repl) show(ln *commander.Line, res *mcp.CallToolResult, err error, took time.Duration, streamed string) {
+	if err != nil {
+		r.printErr(err)
+		return
+	}
+	opts := commander.RenderOptions{Style: r.style, HideStructuredBesideText: true}
+	rd := commander.RenderResult(res, opts)
+	if rest, ok := afterStreamed(res, streamed); ok {
+		// The text was shown as it arrived: show only what it lacks.
+		value := rd.Value
+		rd = commander.RenderResult(rest, opts)
+		rd.Value = value
+		if len(rest.Content) == 0 && !rest.IsError {
+			rd.Text = ""
+		}
+	}
+	var saved []string
+	fullPath := ""
+	if len(rd.Attachments) > 0 || rd.Truncated {
+		dir := filepath.Join(r.outDir, time.Now().Format("20060102-150405.000"))
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			r.printErr(fmt.Errorf("saving the result's files: %w", err))
+		} else {
+			for _, a := range rd.Attachments {
+				p := filepath.Join(dir, a.Name)
+				if err := os.WriteFile(p, a.Data, 0o600); err != nil {
+					r.printErr(fmt.Errorf("saving %s: %w", a.Name, err))
+				}
+				saved = append(saved, p)
+			}
+			if rd.Truncated {
+				fullPath = filepath.Join(dir, "output.txt")
+				if err := os.WriteFile(fullPath, []byte(rd.Full), 0o600); err != nil {
+					r.printErr(fmt.Errorf("saving the whole output: %w", err))
+				}
+			}
+		}
+		rd.Fill(saved, fullPath)
+	}
+	n := r.history.Add(ln.Node, rd.Value)
+	if rd.IsError {
+		fmt.Fprint(r.errOut, rd.Text)
+	} else {
+		fmt.Fprint(r.out, rd.Text)
+	}
+	fmt.Fprintln(r.out, paint(r.style, r.style.Dim, fmt.Sprintf("[%d] @%s %s · %s", n, ln.Node, ln.Tool, roundDuration(took))))
+}
+
+func roundDuration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(100 * time.Millisecond).String()
+	}
+}
+
+// status is the line that shows a call in flight. Streamed text is printed
+// above it as it arrives.
+type status struct {
+	r     *repl
+	label string
+	start time.Time
+
+	// mu guards the fields below; events arrive on the client's goroutine.
+	mu       sync.Mutex
+	shown    bool // the status line is on screen
+	progress float64
+	total    float64
+	message  string
+	midLine  bool // streamed text ended without a newline
+	streamed strings.Builder
+	frame    int
+}
+
+var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
+
+func (s *status) event(l api.CallLine) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch l.Kind {
+	case node.EventProgress:
+		s.progress, s.total, s.message = l.Progress, l.Total, l.Message
+		s.drawLocked()
+	case node.EventText:
+		s.clearLocked()
+		fmt.Fprint(s.r.out, l.Text)
+		s.streamed.WriteString(l.Text)
+		s.midLine = !strings.HasSuffix(l.Text, "\n")
+	case node.EventLog:
+		s.clearLocked()
+		s.endTextLocked()
+		data := strings.TrimSpace(string(l.Data))
+		fmt.Fprintln(s.r.errOut, paint(s.r.style, s.r.style.Dim, fmt.Sprintf("[%s] %s", l.Level, data)))
+	case node.EventStep:
+		s.clearLocked()
+		s.endTextLocked()
+		if line := stepLine(l); line != "" {
+			fmt.Fprintln(s.r.errOut, paint(s.r.style, s.r.style.Dim, line))
+		}
+	}
+}
+
+// stepLine is one line for a structured step of an agent (tool use, tool
+// result, usage), or "" for steps not worth a line.
+func stepLine(l api.CallLine) string {
+	data := strings.TrimSpace(string(l.Data))
+	if len(data) > 160 {
+		data = data[:157] + "..."
+	}
+	switch l.Step {
+	case "tool_call", "tool_use":
+		return "→ " + data
+	case "tool_result":
+		return "← " + data
+	case "thinking":
+		return "… " + data
+	case "":
+		return ""
+	}
+	return l.Step + " " + data
+}
+
+func (s *status) draw() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drawLocked()
+}
+
+func (s *status) drawLocked() {
+	elapsed := time.Since(s.start)
+	if elapsed < spinnerDelay || s.midLine {
+		return
+	}
+	s.frame++
+	line := fmt.Sprintf("%s %s %s", spinnerFrames[s.frame%len(spinnerFrames)], s.label, elapsed.Round(100*time.Millisecond))
+	if s.total > 0 || s.progress > 0 {
+		line += " " + progressBar(s.progress, s.total)
+	}
+	if s.message != "" {
+		line += " " + s.message
+	}
+	fmt.Fprint(s.r.errOut, "\r\x1b[K"+paint(s.r.style, s.r.style.Dim, line))
+	s.shown = true
+}
+
+func (s *status) clear() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clearLocked()
+	s.endTextLocked()
+}
+
+func (s *status) clearLocked() {
+	if s.shown {
+		fmt.Fprint(s.r.errOut, "\r\x1b[K")
+		s.shown = false
+	}
+}
+
+// endTextLocked ends a line of streamed text so what follows starts clean.
+func (s *status) endTextLocked() {
+	if s.midLine {
+		fmt.Fprintln(s.r.out)
+		s.midLine = false
+	}
+}
+
+// progressBar draws progress out of total as a 20-cell bar and a
+// percentage; without a total it shows the count.
+func progressBar(progress, total float64) string {
+	if total <= 0 {
+		return fmt.Sprintf("[%g]", progress)
+	}
+	frac := min(max(progress/total, 0), 1)
+	const width = 20
+	full := int(frac * width)
+	return fmt.Sprintf("[%s%s] %3.0f%%", strings.Repeat("█", full), strings.Repeat("░", width-full), frac*100)
+}
+
+// streamedText returns the text streamed so far.
+func (s *status) streamedText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.streamed.String()
+}
+
+// afterStreamed returns res without the text that was already streamed
+// while the call ran, when its text content begins with that text.
+func afterStreamed(res *mcp.CallToolResult, streamed string) (*mcp.CallToolResult, bool) {
+	if streamed == "" || res == nil {
+		return nil, false
+	}
+	var text strings.Builder
+	for _, b := range res.Content {
+		if t, ok := b.(*mcp.TextContent); ok {
+			text.WriteString(t.Text)
+		}
+	}
+	rest, ok := strings.CutPrefix(text.String(), streamed)
+	if !ok {
+		rest, ok = strings.CutPrefix(text.String(), strings.TrimRight(streamed, "\n"))
+	}
+	if !ok {
+		return nil, false
+	}
+	c := *res
+	c.Content = nil
+	c.StructuredContent = nil // it stood beside text, which people read
+	if rest = strings.TrimLeft(rest, "\n"); rest != "" {
+		c.Content = append(c.Content, &mcp.TextContent{Text: rest})
+	}
+	for _, b := range res.Content {
+		if _, ok := b.(*mcp.TextContent); !ok {
+			c.Content = append(c.Content, b)
+		}
+	}
+	return &c, true
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/pkg/client"
+)
+
+// catalog is the REPL's cached view of the session's nodes and tools, for
+// parsing and completion without a round trip per key. Events mark it stale;
+// the next use after that refreshes it.
+type catalog struct {
+	session *client.Session
+	ix      atomic.Pointer[commander.Index]
+	stale   atomic.Bool
+	// mu serialises refreshes.
+	mu sync.Mutex
+}
+
+func newCatalog(s *client.Session) *catalog {
+	c := &catalog{session: s}
+	c.ix.Store(commander.NewIndex(nil))
+	return c
+}
+
+// index returns the current Index, refreshing it first when it is stale.
+func (c *catalog) index() *commander.Index {
+	if c.stale.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		c.refresh(ctx)
+		cancel()
+	}
+	return c.ix.Load()
+}
+
+func (c *catalog) invalidate() { c.stale.Store(true) }
+
+// refresh asks the daemon for every node and the tools of the ready ones:
+// two round trips whatever the number of nodes.
+func (c *catalog) refresh(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stale.Store(false)
+	infos, err := c.session.Nodes(ctx)
+	if err != nil {
+		c.stale.Store(true)
+		return
+	}
+	tools, err := c.session.Toolset(ctx)
+	if err != nil {
+		c.stale.Store(true)
+		return
+	}
+	m := make(map[string][]*mcp.Tool, len(infos))
+	for _, info := range infos {
+		m[info.ID] = nil
+	}
+	for _, t := range tools {
+		m[t.Node] = append(m[t.Node], t.Tool)
+	}
+	c.ix.Store(commander.NewIndex(m))
+}
+
+// completer adapts commander.Complete to readline.
+type completer struct{ r *repl }
+
+func (c *completer) Do(line []rune, pos int) ([][]rune, int) {
+	cands, n := commander.Complete(string(line), pos, c.r.catalog.index(), c.r.cmds)
+	out := make([][]rune, 0, len(cands))
+	for _, cand := range cands {
+		rs := []rune(cand)
+		if n <= len(rs) {
+			out = append(out, rs[n:])
+		}
+	}
+	return out, n
+}
+
+// commandSpecs describes the command tree for :command completion.
+func commandSpecs(root *Command, kinds []string) []commander.CommandSpec {
+	var out []commander.CommandSpec
+	for _, c := range root.Sub {
+		if c.Hidden {
+			continue
+		}
+		out = append(out, commandSpec(c, kinds))
+	}
+	out = append(out, commander.CommandSpec{Name: "quit"}, commander.CommandSpec{Name: "help", Args: []commander.ArgSpec{{Name: "COMMAND", Values: commandNames(root)}}})
+	return out
+}
+
+func commandSpec(c *Command, kinds []string) commander.CommandSpec {
+	cs := commander.CommandSpec{Name: c.Name}
+	for _, s := range c.Sub {
+		if !s.Hidden {
+			cs.Subcommands = append(cs.Subcommands, commandSpec(s, kinds))
+		}
+	}
+	for _, f := range c.Flags {
+		cs.Flags = append(cs.Flags, commander.FlagSpec{Name: "--" + f.Name, TakesValue: f.Value != ""})
+	}
+	switch c.Complete {
+	case "node":
+		cs.Args = []commander.ArgSpec{{Name: "NODE", Node: true}}
+	case "kind":
+		cs.Args = []commander.ArgSpec{{Name: "KIND", Values: kinds}}
+	}
+	return cs
+}
+
+func commandNames(root *Command) []string {
+	var out []string
+	for _, c := range root.Sub {
+		if !c.Hidden {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
