@@ -43,18 +43,22 @@ func newHome(t *testing.T) *nerveHome {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h := &nerveHome{t: t, bin: bin, home: home, p: pathsFor(home)}
+	t.Cleanup(func() {
+		h.run("daemon", "stop")
+		os.RemoveAll(home)
+	})
+	return h
+}
+
+func pathsFor(home string) paths.Paths {
 	p, _ := paths.FromEnv(func(k string) string {
 		if k == "NERVE_HOME" {
 			return home
 		}
 		return ""
 	})
-	h := &nerveHome{t: t, bin: bin, home: home, p: p}
-	t.Cleanup(func() {
-		h.run("daemon", "stop")
-		os.RemoveAll(home)
-	})
-	return h
+	return p
 }
 
 func (h *nerveHome) cmd(args ...string) *exec.Cmd {

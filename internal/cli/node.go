@@ -105,6 +105,7 @@ func runNodeAdd(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 	if u := inv.Flag("url"); u != "" {
 		opts["url"] = u
+		opts["transport"] = "http"
 	}
 	if t := inv.Flag("transport"); t != "" {
 		if t != "http" && t != "sse" {

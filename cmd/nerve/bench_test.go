@@ -1,0 +1,166 @@
+//go:build linux
+
+package main_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// benchHome is newHome for benchmarks.
+func benchHome(b *testing.B) *nerveHome {
+	bin := testutil.BuildBinary(b, "./cmd/nerve")
+	home, err := os.MkdirTemp("", "nb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &nerveHome{bin: bin, home: home}
+	h.p = pathsFor(home)
+	b.Cleanup(func() {
+		h.cmd("daemon", "stop").Run()
+		os.RemoveAll(home)
+	})
+	return h
+}
+
+func mustB(b *testing.B, h *nerveHome, args ...string) string {
+	b.Helper()
+	cmd := h.cmd(args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("nerve %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// BenchmarkCLICall is one whole `nerve call` process against a warm daemon
+// holding a persistent MCP node (server-everything).
+func BenchmarkCLICall(b *testing.B) {
+	h := benchHome(b)
+	argv := npmfix.ServerEverything(b)
+	mustB(b, h, append([]string{"node", "add", "mcp", "every", "--"}, argv...)...)
+	for b.Loop() {
+		out := mustB(b, h, "call", "@every", "echo", "message=hi")
+		if !strings.Contains(out, "hi") {
+			b.Fatalf("output %q", out)
+		}
+	}
+}
+
+// BenchmarkSpawnPerCall is the same call made the usual way without a
+// daemon: a Go MCP client that spawns the server, calls, and stops it.
+func BenchmarkSpawnPerCall(b *testing.B) {
+	argv := npmfix.ServerEverything(b)
+	ctx := context.Background()
+	for b.Loop() {
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 100 * time.Millisecond}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hi"}})
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+		cs.Close()
+	}
+}
+
+func rssKB(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	return 0
+}
+
+// BenchmarkIdleMCPNodes reports the daemon's resident memory (not its
+// children's) holding 20 idle MCP nodes, and how long a daemon that starts
+// again takes to restore all 20 (to READY) next to the slowest single
+// start.
+func BenchmarkIdleMCPNodes(b *testing.B) {
+	const nodes = 20
+	argv := npmfix.ServerEverything(b)
+	for b.Loop() {
+		h := benchHome(b)
+		cmd := h.cmd("daemon", "start", "--foreground")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		c := client.New(client.Options{Socket: h.p.Socket})
+		ctx := context.Background()
+		testutil.WaitFor(b, 10*time.Second, func() bool { _, err := c.Version(ctx); return err == nil }, "the daemon")
+		s := c.Session("default")
+		var slowest time.Duration
+		for i := range nodes {
+			start := time.Now()
+			if _, err := s.Add(ctx, node.Spec{ID: fmt.Sprintf("m%d", i), Kind: "mcp", Command: argv}); err != nil {
+				b.Fatal(err)
+			}
+			slowest = max(slowest, time.Since(start))
+		}
+		rss := rssKB(cmd.Process.Pid)
+		cmd.Process.Kill()
+		cmd.Wait()
+		c.Close()
+
+		start := time.Now()
+		cmd = h.cmd("daemon", "start", "--foreground")
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		c = client.New(client.Options{Socket: h.p.Socket})
+		testutil.WaitFor(b, 10*time.Second, func() bool { _, err := c.Version(ctx); return err == nil }, "the daemon")
+		s = c.Session("default")
+		w, err := s.Subscribe(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			infos, err := s.Nodes(ctx)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ready := 0
+			for _, i := range infos {
+				if i.State == node.Ready {
+					ready++
+				}
+			}
+			if ready == nodes {
+				break
+			}
+			if _, err := w.Next(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		restore := time.Since(start)
+		w.Close()
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		c.Close()
+		b.ReportMetric(float64(rss)/1024, "daemon-RSS-MB")
+		b.ReportMetric(float64(restore.Milliseconds()), "restore-20-ms")
+		b.ReportMetric(float64(slowest.Milliseconds()), "slowest-single-start-ms")
+	}
+}
