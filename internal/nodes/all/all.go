@@ -4,6 +4,7 @@ package all
 
 import (
 	"github.com/nerve-dev/nerve/internal/nodes/bash"
+	"github.com/nerve-dev/nerve/internal/nodes/claude"
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
 	"github.com/nerve-dev/nerve/internal/nodes/llm"
 	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcp"
@@ -13,6 +14,7 @@ import (
 // Register adds every built-in node kind to r.
 func Register(r *session.Registry) {
 	r.Register(bash.Kind, bash.New)
+	r.Register(claude.Kind, claude.New)
 	r.Register(identity.Kind, identity.New)
 	r.Register(llm.Kind, llm.New)
 	r.Register(mcpnode.Kind, mcpnode.New)
