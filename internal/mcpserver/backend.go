@@ -1,0 +1,104 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// ErrNoFeatures is returned by Backend.Features for a node that is not an
+// MCP server (bash, claude, …): it has tools only.
+var ErrNoFeatures = errors.New("node has no resources or prompts")
+
+// ToolEntry is one tool of the session's toolset under both its names.
+type ToolEntry struct {
+	Node      string
+	Qualified string
+	LLMName   string
+	Tool      *mcp.Tool
+}
+
+// Features is what an mcp node's server offers beyond tools.
+type Features struct {
+	Resources    []*mcp.Resource         `json:"resources,omitempty"`
+	Templates    []*mcp.ResourceTemplate `json:"templates,omitempty"`
+	Prompts      []*mcp.Prompt           `json:"prompts,omitempty"`
+	Capabilities *mcp.ServerCapabilities `json:"capabilities,omitempty"`
+	Instructions string                  `json:"instructions,omitempty"`
+	ServerInfo   *mcp.Implementation     `json:"server_info,omitempty"`
+}
+
+// Watch delivers a session's events until Close. Next and Close may be
+// called from different goroutines; Close may be called twice.
+type Watch interface {
+	Next(ctx context.Context) (session.Event, error)
+	Close() error
+}
+
+// Backend is the session as the MCP server sees it. SessionBackend (in the
+// daemon) and ClientBackend (over the local API) implement it; all methods
+// are safe for concurrent use and honour ctx.
+type Backend interface {
+	// Toolset returns every tool of every node that can take calls.
+	Toolset(ctx context.Context) ([]ToolEntry, error)
+	// Tools returns one node's tools.
+	Tools(ctx context.Context, nodeID string) ([]*mcp.Tool, error)
+	// Nodes returns the Info of every node, in the order they were added.
+	Nodes(ctx context.Context) ([]node.Info, error)
+	// Call calls a node's tool. observe receives progress, log messages
+	// and streamed text as they happen; cancelling ctx cancels the call
+	// (and the node's MCP server is told).
+	Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error)
+	// Watch subscribes to the session's events; every event after it
+	// returns is delivered.
+	Watch(ctx context.Context) (Watch, error)
+
+	// Features returns an mcp node's resources, templates, prompts and
+	// capabilities, or ErrNoFeatures for other kinds.
+	Features(ctx context.Context, nodeID string) (*Features, error)
+	ReadResource(ctx context.Context, nodeID, uri string) (*mcp.ReadResourceResult, error)
+	GetPrompt(ctx context.Context, nodeID, name string, args map[string]string) (*mcp.GetPromptResult, error)
+	Complete(ctx context.Context, nodeID string, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
+	Subscribe(ctx context.Context, nodeID, uri string) error
+	Unsubscribe(ctx context.Context, nodeID, uri string) error
+	SetLoggingLevel(ctx context.Context, nodeID, level string) error
+}
+
+// Attacher is implemented by backends that can pass a node's requests
+// for a person (sampling, elicitation) and its resource-updated
+// notifications to the MCP client in node mode. Attach returns when ctx
+// ends or the attachment fails.
+type Attacher interface {
+	Attach(ctx context.Context, nodeID string, a Attachment) error
+}
+
+// Attachment is what a node-mode server offers its node: answers to
+// sampling and elicitation, and a sink for resource updates.
+type Attachment interface {
+	node.Hooks
+	ResourceUpdated(uri string)
+}
+
+// mcpFeatures is the method set of an mcp node (internal/nodes/mcp.Node)
+// the server uses; it is matched by type assertion so node kinds stay
+// unimported.
+type mcpFeatures interface {
+	Resources() []*mcp.Resource
+	ResourceTemplates() []*mcp.ResourceTemplate
+	Prompts() []*mcp.Prompt
+	ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error)
+	GetPrompt(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error)
+	Complete(ctx context.Context, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
+	Subscribe(ctx context.Context, uri string) error
+	Unsubscribe(ctx context.Context, uri string) error
+	OnResourceUpdated(f func(uri string))
+	SetLoggingLevel(ctx context.Context, level string) error
+	Instructions() string
+	ServerCapabilities() *mcp.ServerCapabilities
+	ServerInfo() *mcp.Implementation
+}

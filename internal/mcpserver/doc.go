@@ -1,0 +1,12 @@
+// Package mcpserver serves a nerve session as an MCP server built with the
+// Go SDK: every tool of every ready node as node.tool (or its LLM-safe
+// name), the resources, templates and prompts of mcp nodes, and
+// notifications/tools/list_changed whenever the set changes. In node mode
+// it serves exactly one node, unprefixed, with all its capabilities —
+// a persistent proxy for one server.
+//
+// The server reaches the session through a Backend: SessionBackend wraps a
+// *session.Session (the daemon's streamable HTTP endpoint, see
+// NewHTTPHandler) and ClientBackend wraps a pkg/client session (`nerve mcp
+// serve` on stdio). Only internal/daemon and internal/cli import it.
+package mcpserver

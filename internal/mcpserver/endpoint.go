@@ -1,0 +1,94 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+)
+
+// EndpointOptions configure StartEndpoint.
+type EndpointOptions struct {
+	HTTPOptions
+	// Listen is the address to listen on; it must be a loopback address
+	// ("127.0.0.1:0", the default, picks a free port).
+	Listen string
+}
+
+// Endpoint is the MCP endpoint listening on 127.0.0.1.
+type Endpoint struct {
+	h    *HTTPHandler
+	srv  *http.Server
+	ln   net.Listener
+	base string
+	errc chan error
+}
+
+// StartEndpoint listens and serves the endpoint until Close.
+func StartEndpoint(opts *EndpointOptions) (*Endpoint, error) {
+	if opts == nil {
+		return nil, errors.New("mcpserver: StartEndpoint needs options")
+	}
+	addr := opts.Listen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("MCP endpoint address %q: %w (use e.g. 127.0.0.1:7777)", addr, err)
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, fmt.Errorf("MCP endpoint address %q is not a loopback address: nerve serves sessions to this machine only (use 127.0.0.1:PORT)", addr)
+	}
+	h, err := NewHTTPHandler(&opts.HTTPOptions)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("listening for the MCP endpoint on %s: %w (pick another address, or 127.0.0.1:0 for any free port)", addr, err)
+	}
+	e := &Endpoint{
+		h:    h,
+		ln:   ln,
+		base: "http://" + ln.Addr().String(),
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		errc: make(chan error, 1),
+	}
+	go func() { e.errc <- e.srv.Serve(ln) }()
+	return e, nil
+}
+
+// Addr returns the address the endpoint listens on.
+func (e *Endpoint) Addr() string { return e.ln.Addr().String() }
+
+// URL returns the endpoint of session name.
+func (e *Endpoint) URL(name string) string { return e.base + "/mcp/" + url.PathEscape(name) }
+
+// NodeURL returns the endpoint of one node of a session.
+func (e *Endpoint) NodeURL(name, id string) string {
+	return e.URL(name) + "/node/" + url.PathEscape(id)
+}
+
+// Token returns the bearer token.
+func (e *Endpoint) Token() string { return e.h.opts.Token }
+
+// Close stops listening, ends the open requests (event streams) after a
+// short grace and stops every server.
+func (e *Endpoint) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	err := e.srv.Shutdown(ctx)
+	if err != nil {
+		err = e.srv.Close()
+	}
+	e.h.Close()
+	if serr := <-e.errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, serr)
+	}
+	return err
+}

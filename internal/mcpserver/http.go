@@ -1,0 +1,285 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// DefaultMaxBody caps the body of one request to the endpoint.
+const DefaultMaxBody = 16 << 20
+
+// sessionTimeout closes an MCP session that sent nothing for this long, so
+// clients that vanish without DELETE do not pile up.
+const sessionTimeout = 2 * time.Hour
+
+// HTTPOptions configure NewHTTPHandler.
+type HTTPOptions struct {
+	// Session returns the daemon's session called name. Required.
+	Session func(ctx context.Context, name string) (*session.Session, error)
+	// Token is the bearer token every request must carry. Required.
+	Token string
+	// MaxBody caps request bodies (0: DefaultMaxBody).
+	MaxBody int64
+	// Version is nerve's version, reported as the server's.
+	Version string
+	// Logger receives the handler's logs; nil discards them.
+	Logger *zap.Logger
+}
+
+// HTTPHandler is the session's MCP endpoint over streamable HTTP:
+//
+//	/mcp/SESSION               every tool of the session as node.tool (?names=llm: node__tool)
+//	/mcp/SESSION/node/NODE     node NODE alone, unprefixed, all its capabilities
+//
+// Every request must come to a loopback Host with no foreign Origin
+// (DNS-rebinding protection, 403) and carry the bearer token (401). Close
+// stops the servers it made.
+type HTTPHandler struct {
+	opts HTTPOptions
+	log  *zap.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+
+	// mu guards servers.
+	mu      sync.Mutex
+	servers map[serverKey]*httpServer
+}
+
+type serverKey struct{ session, node, names string }
+
+// httpServer is one Server and the SDK handler in front of it.
+type httpServer struct {
+	s    *Server
+	h    http.Handler
+	done chan struct{} // closed when Run returned
+}
+
+// NewHTTPHandler returns the endpoint's handler.
+func NewHTTPHandler(opts *HTTPOptions) (*HTTPHandler, error) {
+	if opts == nil || opts.Session == nil || opts.Token == "" {
+		return nil, errors.New("mcpserver: HTTPOptions need Session and Token")
+	}
+	o := *opts
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	return &HTTPHandler{opts: o, log: log, ctx: ctx, stop: stop, servers: map[serverKey]*httpServer{}}, nil
+}
+
+// Close stops every server the handler made and waits for them. Requests
+// still in flight end with their connections.
+func (h *HTTPHandler) Close() {
+	h.stop()
+	h.wg.Wait()
+}
+
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !loopbackHost(r.Host) {
+		http.Error(w, fmt.Sprintf("forbidden: Host %q is not this machine's loopback address (DNS-rebinding protection); connect to http://127.0.0.1:PORT", r.Host), http.StatusForbidden)
+		return
+	}
+	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+		http.Error(w, fmt.Sprintf("forbidden: Origin %q: web pages may not use nerve's MCP endpoint", o), http.StatusForbidden)
+		return
+	}
+	if !h.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="nerve"`)
+		http.Error(w, "unauthorized: send the header `Authorization: Bearer TOKEN`; `nerve mcp url` prints the URL and the token", http.StatusUnauthorized)
+		return
+	}
+	key, ok := parsePath(r.URL.Path)
+	if !ok {
+		http.Error(w, "not found: use /mcp/SESSION or /mcp/SESSION/node/NODE", http.StatusNotFound)
+		return
+	}
+	switch r.URL.Query().Get("names") {
+	case "", NamesQualified:
+		key.names = NamesQualified
+	case NamesLLM:
+		key.names = NamesLLM
+	default:
+		http.Error(w, ValidateNames(r.URL.Query().Get("names")).Error(), http.StatusBadRequest)
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	}
+	srv, err := h.server(r.Context(), key)
+	if err != nil {
+		status := http.StatusBadGateway
+		if errors.Is(err, node.ErrNotFound) || strings.Contains(err.Error(), "no session") {
+			status = http.StatusNotFound
+		}
+		http.Error(w, err.Error(), status)
+		return
+	}
+	srv.h.ServeHTTP(w, r)
+}
+
+func (h *HTTPHandler) authorized(r *http.Request) bool {
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(h.opts.Token)) == 1
+}
+
+// parsePath reads /mcp/SESSION or /mcp/SESSION/node/NODE.
+func parsePath(p string) (serverKey, bool) {
+	rest, ok := strings.CutPrefix(p, "/mcp/")
+	if !ok {
+		return serverKey{}, false
+	}
+	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	switch {
+	case len(parts) == 1 && parts[0] != "":
+		return serverKey{session: parts[0]}, true
+	case len(parts) == 3 && parts[0] != "" && parts[1] == "node" && node.ValidateID(parts[2]) == nil:
+		return serverKey{session: parts[0], node: parts[2]}, true
+	}
+	return serverKey{}, false
+}
+
+// server returns the server for key, making it (and waiting for its first
+// sync) on first use. A server whose session went away is made again.
+func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hs, ok := h.servers[key]; ok {
+		select {
+		case <-hs.done:
+		default:
+			return hs, nil
+		}
+	}
+	if h.ctx.Err() != nil {
+		return nil, errors.New("the endpoint is shutting down")
+	}
+	sess, err := h.opts.Session(ctx, key.session)
+	if err != nil {
+		return nil, err
+	}
+	if key.node != "" {
+		if _, err := sess.Node(key.node); err != nil {
+			return nil, err
+		}
+	}
+	s := New(NewSessionBackend(sess), &Options{Node: key.node, Names: key.names, Version: h.opts.Version, Logger: h.log})
+	hs := &httpServer{s: s, done: make(chan struct{})}
+	hs.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      sessionTimeout,
+		MaxRequestBodyBytes: h.opts.MaxBody,
+	})
+	h.wg.Go(func() {
+		defer close(hs.done)
+		if err := s.Run(h.ctx); err != nil {
+			h.log.Info("MCP endpoint server ended", zap.String("session", key.session), zap.String("node", key.node), zap.Error(err))
+		}
+	})
+	select {
+	case <-s.Ready():
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	h.servers[key] = hs
+	return hs, nil
+}
+
+// loopbackHost reports whether a Host header names this machine's
+// loopback interface (with any port).
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func loopbackOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return loopbackHost(u.Host)
+}
+
+// NewToken returns a fresh bearer token: 32 random bytes, hex.
+func NewToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return hex.EncodeToString(b)
+}
+
+// LoadOrCreateToken returns the token in path, creating the file (0600,
+// atomically) with a fresh token when it is missing. A file others can read
+// is refused: the token is the endpoint's only lock.
+func LoadOrCreateToken(path string) (string, error) {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.Mode().Perm()&0o077 != 0 {
+			return "", fmt.Errorf("the MCP token file %s is readable by others (mode %v): remove it, nerve makes a new one at its next start", path, fi.Mode().Perm())
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("reading the MCP token: %w", err)
+		}
+		if tok := strings.TrimSpace(string(data)); len(tok) >= 32 {
+			return tok, nil
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("reading the MCP token: %w", err)
+	}
+	tok := NewToken()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("creating the folder of the MCP token: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".mcp-token-*")
+	if err != nil {
+		return "", fmt.Errorf("writing the MCP token: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err == nil {
+		_, err = f.WriteString(tok + "\n")
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("writing the MCP token %s: %w", path, err)
+	}
+	return tok, nil
+}

@@ -1,0 +1,700 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// Tool naming of the session mode.
+const (
+	// NamesQualified serves tools as node.tool (allowed by the MCP spec).
+	NamesQualified = "qualified"
+	// NamesLLM serves tools under their LLM-safe names (node__tool), for
+	// clients that pass tool names to a model API unchanged.
+	NamesLLM = "llm"
+)
+
+// Options configure a Server. Nil means defaults.
+type Options struct {
+	// Node, if set, serves that node alone, unprefixed, with all its
+	// capabilities (node mode).
+	Node string
+	// Names is NamesQualified (default) or NamesLLM; session mode only.
+	Names string
+	// Version is nerve's version, reported as the server's.
+	Version string
+	// Logger receives the server's logs; nil discards them.
+	Logger *zap.Logger
+}
+
+// ValidateNames checks an Options.Names value.
+func ValidateNames(names string) error {
+	switch names {
+	case "", NamesQualified, NamesLLM:
+		return nil
+	}
+	return fmt.Errorf("unknown tool naming %q: use %q (node.tool) or %q (node__tool, for clients that reject dots)", names, NamesQualified, NamesLLM)
+}
+
+// Server is one MCP server on a Backend. Many clients may connect to it
+// at once (MCP()'s Connect or a streamable HTTP handler); Run keeps what it
+// serves in step with the session.
+type Server struct {
+	b     Backend
+	opts  Options
+	log   *zap.Logger
+	srv   *mcp.Server
+	ready chan struct{}
+	once  sync.Once
+	last  atomic.Pointer[mcp.ServerSession] // the client that spoke last
+
+	// syncMu serialises Sync and guards the fields below: what is served
+	// now, by served name (tools, prompts) or URI (resources, templates).
+	syncMu    sync.Mutex
+	tools     map[string]served
+	resources map[string]served
+	templates map[string]served
+	prompts   map[string]served
+}
+
+// served is one item registered with the SDK server: the node behind it,
+// its node-local name, and a fingerprint to notice a changed definition.
+type served struct {
+	node, name string
+	fp         string
+}
+
+// New returns a server on b. Call Run to serve anything.
+func New(b Backend, opts *Options) *Server {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Names == "" {
+		o.Names = NamesQualified
+	}
+	log := o.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	s := &Server{
+		b: b, opts: o, log: log, ready: make(chan struct{}),
+		tools: map[string]served{}, resources: map[string]served{},
+		templates: map[string]served{}, prompts: map[string]served{},
+	}
+	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
+	s.srv.AddReceivingMiddleware(s.middleware)
+	return s
+}
+
+func (s *Server) implementation() *mcp.Implementation {
+	v := s.opts.Version
+	if v == "" {
+		v = "dev"
+	}
+	if s.opts.Node != "" {
+		return &mcp.Implementation{Name: "nerve/" + s.opts.Node, Version: v}
+	}
+	return &mcp.Implementation{Name: "nerve", Title: "nerve session", Version: v}
+}
+
+func (s *Server) serverOptions() *mcp.ServerOptions {
+	caps := &mcp.ServerCapabilities{
+		Tools:       &mcp.ToolCapabilities{ListChanged: true},
+		Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+		Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+		Logging:     &mcp.LoggingCapabilities{},
+		Completions: &mcp.CompletionCapabilities{},
+	}
+	o := &mcp.ServerOptions{
+		Capabilities:       caps,
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
+		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.last.Store(req.Session) },
+	}
+	if s.opts.Node == "" {
+		o.Instructions = "The tools of a nerve session: each is named node.tool after the node (a bash shell, an MCP server, Claude Code, an agent) that provides it."
+		return o
+	}
+	// Node mode mirrors the server behind the node when it is known now.
+	ctx, cancel := context.WithTimeout(context.Background(), startWait)
+	defer cancel()
+	f, err := s.b.Features(ctx, s.opts.Node)
+	if err != nil {
+		if errors.Is(err, ErrNoFeatures) {
+			caps.Resources, caps.Prompts, caps.Completions = nil, nil, nil
+		}
+		return o
+	}
+	o.Instructions = f.Instructions
+	if c := f.Capabilities; c != nil {
+		if c.Resources == nil {
+			caps.Resources = nil
+		} else {
+			caps.Resources.Subscribe = c.Resources.Subscribe
+		}
+		if c.Prompts == nil {
+			caps.Prompts = nil
+		}
+		if c.Completions == nil {
+			caps.Completions = nil
+		}
+		caps.Experimental = c.Experimental
+	}
+	return o
+}
+
+// MCP returns the SDK server, to Connect clients to or to hand to
+// mcp.NewStreamableHTTPHandler.
+func (s *Server) MCP() *mcp.Server { return s.srv }
+
+// Ready is closed once the first Sync of Run is done: a client connected
+// before then could see an empty tool list.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Run keeps the served tools, resources and prompts in step with the
+// session until ctx ends; the SDK tells connected clients of every change
+// (notifications/tools/list_changed and friends). In node mode it also
+// attaches to the node, so its sampling and elicitation requests and
+// resource updates reach the client. Cancelling ctx is the only way to stop
+// it and is not an error.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.once.Do(func() { close(s.ready) })
+	w, err := s.b.Watch(ctx)
+	if err != nil {
+		return fmt.Errorf("watching the session: %w", err)
+	}
+	defer w.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if a, ok := s.b.(Attacher); ok && s.opts.Node != "" {
+		wg.Go(func() {
+			if err := a.Attach(ctx, s.opts.Node, attachment{s}); err != nil && ctx.Err() == nil {
+				s.log.Warn("attaching to the node: sampling and elicitation will be declined", zap.Error(err))
+			}
+		})
+	}
+	s.Sync(ctx)
+	s.once.Do(func() { close(s.ready) })
+	for {
+		ev, err := w.Next(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("watching the session: %w", err)
+		}
+		if s.relevant(ev) {
+			s.Sync(ctx)
+		}
+	}
+}
+
+// relevant says whether ev may change what is served. A node going
+// between READY and BUSY (every call) does not.
+func (s *Server) relevant(ev session.Event) bool {
+	if s.opts.Node != "" && ev.Node != s.opts.Node {
+		return false
+	}
+	switch ev.Kind {
+	case session.EventNodeAdded, session.EventNodeRemoved, session.EventTools:
+		return true
+	case session.EventState:
+		up := func(st string) bool { return st == node.Ready.String() || st == node.Busy.String() }
+		return up(ev.From) != up(ev.To)
+	}
+	return false
+}
+
+// Sync makes what is served match the session now. Errors are logged: a
+// node that cannot be listed is left out until the next change.
+func (s *Server) Sync(ctx context.Context) {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	want, err := s.wantedTools(ctx)
+	if err != nil {
+		s.log.Warn("listing the session's tools", zap.Error(err))
+		return
+	}
+	s.applyTools(want)
+	s.syncFeatures(ctx)
+}
+
+// wantTool is a tool to serve under name.
+type wantTool struct {
+	node string
+	tool *mcp.Tool
+}
+
+func (s *Server) wantedTools(ctx context.Context) (map[string]wantTool, error) {
+	want := map[string]wantTool{}
+	if id := s.opts.Node; id != "" {
+		if !s.nodeUp(ctx, id) {
+			return want, nil
+		}
+		tools, err := s.b.Tools(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tools {
+			want[t.Name] = wantTool{node: id, tool: t}
+		}
+		return want, nil
+	}
+	entries, err := s.b.Toolset(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		name := e.Qualified
+		if s.opts.Names == NamesLLM {
+			name = e.LLMName
+		}
+		want[name] = wantTool{node: e.Node, tool: e.Tool}
+	}
+	return want, nil
+}
+
+// nodeUp reports whether node id exists and can take calls.
+func (s *Server) nodeUp(ctx context.Context, id string) bool {
+	infos, err := s.b.Nodes(ctx)
+	if err != nil {
+		s.log.Warn("listing nodes", zap.Error(err))
+		return false
+	}
+	for _, in := range infos {
+		if in.ID == id {
+			return in.State == node.Ready || in.State == node.Busy
+		}
+	}
+	return false
+}
+
+func fingerprint(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%p", v)
+	}
+	return string(b)
+}
+
+func (s *Server) applyTools(want map[string]wantTool) {
+	var gone []string
+	for name := range s.tools {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		s.srv.RemoveTools(gone...)
+		for _, name := range gone {
+			delete(s.tools, name)
+		}
+	}
+	names := make([]string, 0, len(want))
+	for name := range want {
+		names = append(names, name)
+	}
+	slices.Sort(names) // clients see a stable order
+	for _, name := range names {
+		w := want[name]
+		fp := w.node + "\x00" + fingerprint(w.tool)
+		if cur, ok := s.tools[name]; ok && cur.fp == fp {
+			continue
+		}
+		t := *w.tool
+		t.Name = name
+		t.InputSchema = objectSchema(t.InputSchema)
+		if err := s.addTool(&t, s.toolHandler(w.node, w.tool.Name)); err != nil {
+			s.log.Warn("a tool cannot be served", zap.String("node", w.node), zap.String("tool", w.tool.Name), zap.Error(err))
+			continue
+		}
+		s.tools[name] = served{node: w.node, name: w.tool.Name, fp: fp}
+	}
+}
+
+// addTool adds t, turning the SDK's panics on a malformed tool (from a
+// misbehaving server behind a node) into an error.
+func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	s.srv.AddTool(t, h)
+	return nil
+}
+
+// objectSchema returns schema if it is a JSON object schema, else the
+// schema of any object: the SDK (and the spec) require type "object".
+func objectSchema(schema any) any {
+	if schema != nil {
+		var m map[string]any
+		if b, err := json.Marshal(schema); err == nil && json.Unmarshal(b, &m) == nil && m["type"] == "object" {
+			return schema
+		}
+	}
+	return json.RawMessage(`{"type":"object"}`)
+}
+
+// toolHandler calls tool on node id, passing progress, log messages and
+// streamed text to the client and the client's cancellation to the node.
+func (s *Server) toolHandler(id, tool string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ss := req.Session
+		s.last.Store(ss)
+		tok := req.Params.GetProgressToken()
+		var mu sync.Mutex // observers may run on any goroutine; keep notices in order
+		var seq float64
+		observe := func(ev node.CallEvent) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch ev.Kind {
+			case node.EventProgress:
+				if tok != nil {
+					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: ev.Progress, Total: ev.Total, Message: ev.Message})
+				}
+			case node.EventText:
+				if tok != nil {
+					seq++
+					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: seq, Message: ev.Text})
+				}
+			case node.EventLog:
+				var data any = ev.Text
+				if len(ev.Data) > 0 {
+					data = ev.Data
+				}
+				_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(ev.Level), Logger: ev.Logger, Data: data})
+			}
+		}
+		var args json.RawMessage
+		if req.Params != nil {
+			args = req.Params.Arguments
+		}
+		res, err := s.b.Call(ctx, id, tool, args, observe)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// The call could not be made (node not ready, bad arguments,
+			// connection lost): the model reads why and may try again.
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		if res == nil {
+			res = &mcp.CallToolResult{Content: []mcp.Content{}}
+		}
+		return res, nil
+	}
+}
+
+// syncFeatures serves the resources, templates and prompts of mcp nodes.
+func (s *Server) syncFeatures(ctx context.Context) {
+	var ids []string
+	if id := s.opts.Node; id != "" {
+		if s.nodeUp(ctx, id) {
+			ids = []string{id}
+		}
+	} else {
+		infos, err := s.b.Nodes(ctx)
+		if err != nil {
+			s.log.Warn("listing nodes", zap.Error(err))
+			return
+		}
+		for _, in := range infos {
+			if in.State == node.Ready || in.State == node.Busy {
+				ids = append(ids, in.ID)
+			}
+		}
+	}
+	res, tmpl, prompts := map[string]served{}, map[string]served{}, map[string]served{}
+	resDefs := map[string]*mcp.Resource{}
+	tmplDefs := map[string]*mcp.ResourceTemplate{}
+	promptDefs := map[string]*mcp.Prompt{}
+	for _, id := range ids {
+		f, err := s.b.Features(ctx, id)
+		if err != nil {
+			if !errors.Is(err, ErrNoFeatures) && !errors.Is(err, node.ErrNotFound) {
+				s.log.Debug("features of node", zap.String("node", id), zap.Error(err))
+			}
+			continue
+		}
+		// URIs are served as the servers give them; the first node to
+		// offer a URI gets it.
+		for _, r := range f.Resources {
+			if _, dup := res[r.URI]; !dup && r.URI != "" {
+				res[r.URI] = served{node: id, name: r.URI, fp: id + "\x00" + fingerprint(r)}
+				resDefs[r.URI] = r
+			}
+		}
+		for _, t := range f.Templates {
+			if _, dup := tmpl[t.URITemplate]; !dup && t.URITemplate != "" {
+				tmpl[t.URITemplate] = served{node: id, name: t.URITemplate, fp: id + "\x00" + fingerprint(t)}
+				tmplDefs[t.URITemplate] = t
+			}
+		}
+		for _, p := range f.Prompts {
+			name := p.Name
+			if s.opts.Node == "" {
+				name = node.QualifiedName(id, p.Name)
+				if s.opts.Names == NamesLLM {
+					name = node.LLMName(id, p.Name)
+				}
+			}
+			if _, dup := prompts[name]; !dup {
+				prompts[name] = served{node: id, name: p.Name, fp: id + "\x00" + fingerprint(p)}
+				promptDefs[name] = p
+			}
+		}
+	}
+	apply(s.resources, res, s.srv.RemoveResources, func(key string, sv served) error {
+		return guard(func() { s.srv.AddResource(resDefs[key], s.resourceHandler(sv.node)) })
+	}, s.log)
+	apply(s.templates, tmpl, s.srv.RemoveResourceTemplates, func(key string, sv served) error {
+		return guard(func() { s.srv.AddResourceTemplate(tmplDefs[key], s.resourceHandler(sv.node)) })
+	}, s.log)
+	apply(s.prompts, prompts, s.srv.RemovePrompts, func(key string, sv served) error {
+		p := *promptDefs[key]
+		p.Name = key
+		return guard(func() { s.srv.AddPrompt(&p, s.promptHandler(sv.node, sv.name)) })
+	}, s.log)
+}
+
+// apply moves cur to want: removes what is gone, adds what is new or
+// changed.
+func apply(cur, want map[string]served, remove func(...string), add func(string, served) error, log *zap.Logger) {
+	var gone []string
+	for k := range cur {
+		if _, ok := want[k]; !ok {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) > 0 {
+		remove(gone...)
+		for _, k := range gone {
+			delete(cur, k)
+		}
+	}
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		sv := want[k]
+		if c, ok := cur[k]; ok && c.fp == sv.fp {
+			continue
+		}
+		if err := add(k, sv); err != nil {
+			log.Warn("cannot serve", zap.String("node", sv.node), zap.String("item", k), zap.Error(err))
+			continue
+		}
+		cur[k] = sv
+	}
+}
+
+func guard(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	f()
+	return nil
+}
+
+func (s *Server) resourceHandler(id string) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		s.last.Store(req.Session)
+		return s.b.ReadResource(ctx, id, req.Params.URI)
+	}
+}
+
+func (s *Server) promptHandler(id, name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		s.last.Store(req.Session)
+		return s.b.GetPrompt(ctx, id, name, req.Params.Arguments)
+	}
+}
+
+// nodeOfURI finds the node serving uri: a listed resource, else a
+// template that matches it; in node mode, the node.
+func (s *Server) nodeOfURI(uri string) (string, bool) {
+	if s.opts.Node != "" {
+		return s.opts.Node, true
+	}
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if sv, ok := s.resources[uri]; ok {
+		return sv.node, true
+	}
+	for t, sv := range s.templates {
+		if templateMatches(t, uri) {
+			return sv.node, true
+		}
+	}
+	return "", false
+}
+
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	p := *req.Params
+	if p.Ref == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "completion/complete needs a ref"}
+	}
+	ref := *p.Ref
+	p.Ref = &ref
+	var id string
+	switch ref.Type {
+	case "ref/prompt":
+		if s.opts.Node != "" {
+			id = s.opts.Node
+			break
+		}
+		s.syncMu.Lock()
+		sv, ok := s.prompts[ref.Name]
+		s.syncMu.Unlock()
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", ref.Name)}
+		}
+		id, ref.Name = sv.node, sv.name
+	case "ref/resource":
+		var ok bool
+		if id, ok = s.nodeOfURI(ref.URI); !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no node serves %q", ref.URI)}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown ref type %q", ref.Type)}
+	}
+	res, err := s.b.Complete(ctx, id, &p)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	id, ok := s.nodeOfURI(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	return s.b.Subscribe(ctx, id, req.Params.URI)
+}
+
+func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	id, ok := s.nodeOfURI(req.Params.URI)
+	if !ok {
+		return mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	return s.b.Unsubscribe(ctx, id, req.Params.URI)
+}
+
+// middleware passes on what the SDK would answer by itself: the client's
+// logging/setLevel to the servers behind the nodes (they send nothing
+// until told a level), and, in node mode, reads of resources the server
+// behind did not list (a proxy must not narrow what its server accepts).
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "logging/setLevel":
+			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
+				s.setLevel(ctx, string(p.Level))
+			}
+		case "resources/read":
+			if s.opts.Node == "" {
+				break
+			}
+			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil && !s.listed(p.URI) {
+				return s.b.ReadResource(ctx, s.opts.Node, p.URI)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// setLevel passes a log level to the node (node mode) or to every mcp
+// node that is up; the Go SDK's servers send no log message before.
+func (s *Server) setLevel(ctx context.Context, level string) {
+	ids := []string{s.opts.Node}
+	if s.opts.Node == "" {
+		ids = ids[:0]
+		infos, _ := s.b.Nodes(ctx)
+		for _, in := range infos {
+			if in.State == node.Ready || in.State == node.Busy {
+				ids = append(ids, in.ID)
+			}
+		}
+	}
+	for _, id := range ids {
+		if err := s.b.SetLoggingLevel(ctx, id, level); err != nil && !errors.Is(err, ErrNoFeatures) {
+			s.log.Debug("passing logging/setLevel to a node", zap.String("node", id), zap.Error(err))
+		}
+	}
+}
+
+// listed reports whether uri is served as a resource or matches a template.
+func (s *Server) listed(uri string) bool {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	if _, ok := s.resources[uri]; ok {
+		return true
+	}
+	for t := range s.templates {
+		if templateMatches(t, uri) {
+			return true
+		}
+	}
+	return false
+}
+
+// client returns the MCP client to pass a node's request to: the one that
+// spoke last if it is still connected, else any.
+func (s *Server) client() *mcp.ServerSession {
+	last := s.last.Load()
+	var any *mcp.ServerSession
+	for ss := range s.srv.Sessions() {
+		if ss == last {
+			return ss
+		}
+		any = ss
+	}
+	return any
+}
+
+// attachment passes a node's hook requests to the MCP client.
+type attachment struct{ s *Server }
+
+func (a attachment) Sample(ctx context.Context, nodeID string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	ss := a.s.client()
+	if ss == nil {
+		return nil, session.ErrNoOneToAsk
+	}
+	return ss.CreateMessage(ctx, req)
+}
+
+func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ss := a.s.client()
+	if ss == nil {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	return ss.Elicit(ctx, req)
+}
+
+func (a attachment) ResourceUpdated(uri string) {
+	ctx, cancel := context.WithTimeout(context.Background(), startWait)
+	defer cancel()
+	_ = a.s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+}
