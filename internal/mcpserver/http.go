@@ -194,6 +194,10 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 	hs.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: h.opts.MaxBody,
+		// A client whose SSE stream breaks (a laptop sleeping, a proxy
+		// timing out) resumes it with Last-Event-ID instead of losing
+		// progress and results; the store is capped (10 MiB).
+		EventStore: mcp.NewMemoryEventStore(nil),
 	})
 	h.wg.Go(func() {
 		defer close(hs.done)

@@ -60,6 +60,11 @@ type Server struct {
 	once  sync.Once
 	last  atomic.Pointer[mcp.ServerSession] // the client that spoke last
 
+	// inflightMu guards inflight: the client of each tool call running,
+	// in the order they started.
+	inflightMu sync.Mutex
+	inflight   []*mcp.ServerSession
+
 	// syncMu serialises Sync and guards the fields below: what is served
 	// now, by served name (tools, prompts) or URI (resources, templates).
 	syncMu    sync.Mutex
@@ -358,6 +363,9 @@ func (s *Server) toolHandler(id, tool string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ss := req.Session
 		s.last.Store(ss)
+		if s.opts.Node != "" {
+			defer s.callStarted(ss)()
+		}
 		tok := req.Params.GetProgressToken()
 		var mu sync.Mutex // observers may run on any goroutine; keep notices in order
 		var seq float64
@@ -660,25 +668,58 @@ func (s *Server) listed(uri string) bool {
 	return false
 }
 
-// client returns the MCP client to pass a node's request to: the one that
-// spoke last if it is still connected, else any.
-func (s *Server) client() *mcp.ServerSession {
-	last := s.last.Load()
-	var any *mcp.ServerSession
-	for ss := range s.srv.Sessions() {
-		if ss == last {
-			return ss
-		}
-		any = ss
+// client returns the MCP client to pass a node's request to: of the
+// clients that can answer it (want reports the capability), the one whose
+// tool call started last and is still running, else the one that spoke
+// last, else any.
+func (s *Server) client(want func(*mcp.ClientCapabilities) bool) *mcp.ServerSession {
+	s.inflightMu.Lock()
+	busy := slices.Clone(s.inflight)
+	s.inflightMu.Unlock()
+	can := func(ss *mcp.ServerSession) bool {
+		p := ss.InitializeParams()
+		return p != nil && p.Capabilities != nil && want(p.Capabilities)
 	}
-	return any
+	var live []*mcp.ServerSession
+	for ss := range s.srv.Sessions() {
+		if can(ss) {
+			live = append(live, ss)
+		}
+	}
+	for i := len(busy) - 1; i >= 0; i-- {
+		if slices.Contains(live, busy[i]) {
+			return busy[i]
+		}
+	}
+	if last := s.last.Load(); slices.Contains(live, last) {
+		return last
+	}
+	if len(live) > 0 {
+		return live[len(live)-1]
+	}
+	return nil
+}
+
+// callStarted records that ss has a tool call running; the returned
+// function ends it.
+func (s *Server) callStarted(ss *mcp.ServerSession) func() {
+	s.inflightMu.Lock()
+	s.inflight = append(s.inflight, ss)
+	s.inflightMu.Unlock()
+	return func() {
+		s.inflightMu.Lock()
+		defer s.inflightMu.Unlock()
+		if i := slices.Index(s.inflight, ss); i >= 0 {
+			s.inflight = slices.Delete(s.inflight, i, i+1)
+		}
+	}
 }
 
 // attachment passes a node's hook requests to the MCP client.
 type attachment struct{ s *Server }
 
 func (a attachment) Sample(ctx context.Context, nodeID string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	ss := a.s.client()
+	ss := a.s.client(func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil })
 	if ss == nil {
 		return nil, session.ErrNoOneToAsk
 	}
@@ -686,7 +727,7 @@ func (a attachment) Sample(ctx context.Context, nodeID string, req *mcp.CreateMe
 }
 
 func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	ss := a.s.client()
+	ss := a.s.client(func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 	if ss == nil {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
