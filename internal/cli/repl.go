@@ -211,9 +211,11 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 	r.setBusy(true)
 	defer r.setBusy(false)
 	if id := lineNode(text); id != "" {
-		if _, known := r.catalog.index().Tools(id); !known {
-			// The catalog may be a moment behind another client.
+		if tools, known := r.catalog.index().Tools(id); !known || tools == nil {
+			// The catalog may be a moment behind another client, or the
+			// node still starting.
 			r.catalog.refresh(ctx)
+			r.waitStarting(ctx, id)
 		}
 	}
 	ln, err := commander.Parse(text, r.catalog.index(), r.history)
@@ -240,6 +242,39 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 		r.call(ctx, ln)
 	}
 	return false
+}
+
+// startWait is how long a line waits for its node to finish starting.
+const startWait = 30 * time.Second
+
+// waitStarting waits while node id is STARTING (a person who types a line
+// right after nerve starts means it for the node about to be ready), until
+// it is ready, fails, startWait passes or Ctrl-C.
+func (r *repl) waitStarting(ctx context.Context, id string) {
+	d, err := r.session.Node(ctx, id)
+	if err != nil || d.Info.State.String() != "STARTING" {
+		return
+	}
+	sigs, stop := interrupts()
+	defer stop()
+	st := &status{r: r, label: "@" + id + " is starting", start: time.Now()}
+	defer st.clear()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for time.Since(st.start) < startWait {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sigs:
+			return
+		case <-tick.C:
+		}
+		st.draw()
+		if d, err = r.session.Node(ctx, id); err != nil || d.Info.State.String() != "STARTING" {
+			r.catalog.refresh(ctx)
+			return
+		}
+	}
 }
 
 // printNodeNotReady explains why a node has no tools to show.
