@@ -30,6 +30,7 @@ func (d *Daemon) routes() http.Handler {
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
+	d.mcpRoutes(mux) // mcp_routes.go
 	mux.HandleFunc("/", d.handleNotFound)
 	return d.guard(mux)
 }

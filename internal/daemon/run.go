@@ -59,6 +59,7 @@ func Run(ctx context.Context, opts Options, ready func()) error {
 		ln.Close()
 		return err
 	}
+	defer d.startMCP()() // mcp_endpoint.go: before Restore, which starts claude nodes
 	if err := d.Restore(ctx); err != nil {
 		log.Error("restoring sessions", zap.Error(err))
 	}

@@ -26,6 +26,9 @@ const (
 	NamesLLM = "llm"
 )
 
+// maxProtocol is the newest protocol version the server speaks.
+const maxProtocol = "2025-11-25"
+
 // Options configure a Server. Nil means defaults.
 type Options struct {
 	// Node, if set, serves that node alone, unprefixed, with all its
@@ -129,6 +132,12 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.last.Store(req.Session) },
+		// The draft protocol 2026-07-28 forbids requests to the client while
+		// serving one (SEP-2322 wants them returned as input requests), but
+		// a node's server asks for sampling or elicitation in the middle of
+		// a call: offer the versions up to 2025-11-25, which every client
+		// speaks today.
+		SupportedProtocolVersions: slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v > maxProtocol }),
 	}
 	if s.opts.Node == "" {
 		o.Instructions = "The tools of a nerve session: each is named node.tool after the node (a bash shell, an MCP server, Claude Code, an agent) that provides it."

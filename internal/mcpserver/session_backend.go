@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,16 +18,17 @@ import (
 // so sampling and elicitation from an attached node reach the MCP client.
 type SessionBackend struct {
 	s *session.Session
-
-	// mu guards the fields below.
-	mu       sync.Mutex
-	attached map[string]Attachment
-	hooksSet bool
+	r *hookRouter
 }
+
+// routers holds one hookRouter per session: every backend on a session
+// shares it, since a session has one set of hooks.
+var routers sync.Map // *session.Session → *hookRouter
 
 // NewSessionBackend returns a Backend on s.
 func NewSessionBackend(s *session.Session) *SessionBackend {
-	return &SessionBackend{s: s, attached: map[string]Attachment{}}
+	r, _ := routers.LoadOrStore(s, &hookRouter{attached: map[string][]Attachment{}})
+	return &SessionBackend{s: s, r: r.(*hookRouter)}
 }
 
 func (b *SessionBackend) Toolset(ctx context.Context) ([]ToolEntry, error) {
@@ -145,50 +147,76 @@ func (b *SessionBackend) SetLoggingLevel(ctx context.Context, nodeID, level stri
 }
 
 // Attach routes node nodeID's sampling and elicitation requests and its
-// resource updates to a until ctx ends. The session's hooks are replaced
-// by a router the first time: nodes nobody attached to are declined, as
-// they would be with no hooks.
+// resource updates to a until ctx ends (the latest attachment wins). The
+// session's hooks are replaced by the router the first time: nodes nobody
+// attached to are declined, as they would be with no hooks.
 func (b *SessionBackend) Attach(ctx context.Context, nodeID string, a Attachment) error {
-	b.mu.Lock()
-	b.attached[nodeID] = a
-	if !b.hooksSet {
-		b.hooksSet = true
-		b.s.SetHooks(hookRouter{b})
-	}
-	b.mu.Unlock()
-	if f, err := b.features(nodeID); err == nil {
-		f.OnResourceUpdated(a.ResourceUpdated)
-	}
+	detach := b.AttachNow(nodeID, a)
 	<-ctx.Done()
-	b.mu.Lock()
-	if b.attached[nodeID] == a {
-		delete(b.attached, nodeID)
-	}
-	b.mu.Unlock()
-	if f, err := b.features(nodeID); err == nil {
-		f.OnResourceUpdated(nil)
-	}
+	detach()
 	return nil
 }
 
-func (b *SessionBackend) attachment(nodeID string) Attachment {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.attached[nodeID]
+// AttachNow is Attach that returns at once, attached; detach undoes it.
+func (b *SessionBackend) AttachNow(nodeID string, a Attachment) (detach func()) {
+	b.r.mu.Lock()
+	b.r.attached[nodeID] = append(b.r.attached[nodeID], a)
+	if !b.r.set {
+		b.r.set = true
+		b.s.SetHooks(b.r)
+	}
+	b.r.mu.Unlock()
+	if f, err := b.features(nodeID); err == nil {
+		f.OnResourceUpdated(func(uri string) {
+			if a := b.r.get(nodeID); a != nil {
+				a.ResourceUpdated(uri)
+			}
+		})
+	}
+	return func() { b.r.detach(nodeID, a) }
 }
 
-// hookRouter passes a node's hook requests to whoever attached to it.
-type hookRouter struct{ b *SessionBackend }
+func (r *hookRouter) detach(nodeID string, a Attachment) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	list := r.attached[nodeID]
+	if i := slices.Index(list, a); i >= 0 {
+		list = slices.Delete(list, i, i+1)
+	}
+	if len(list) == 0 {
+		delete(r.attached, nodeID)
+	} else {
+		r.attached[nodeID] = list
+	}
+}
 
-func (r hookRouter) Sample(ctx context.Context, nodeID string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	if a := r.b.attachment(nodeID); a != nil {
+// hookRouter passes a node's hook requests to whoever attached to it last.
+type hookRouter struct {
+	// mu guards the fields below.
+	mu       sync.Mutex
+	attached map[string][]Attachment
+	set      bool
+}
+
+func (r *hookRouter) get(nodeID string) Attachment {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	list := r.attached[nodeID]
+	if len(list) == 0 {
+		return nil
+	}
+	return list[len(list)-1]
+}
+
+func (r *hookRouter) Sample(ctx context.Context, nodeID string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	if a := r.get(nodeID); a != nil {
 		return a.Sample(ctx, nodeID, req)
 	}
 	return nil, session.ErrNoOneToAsk
 }
 
-func (r hookRouter) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	if a := r.b.attachment(nodeID); a != nil {
+func (r *hookRouter) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if a := r.get(nodeID); a != nil {
 		return a.Elicit(ctx, nodeID, req)
 	}
 	return &mcp.ElicitResult{Action: "decline"}, nil

@@ -1,0 +1,76 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/internal/mcpserver"
+	"github.com/nerve-dev/nerve/internal/nodes/claude"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// MCPListenEnv chooses the address of the MCP endpoint (default
+// 127.0.0.1:0, a free port). It must be a loopback address.
+const MCPListenEnv = "NERVE_MCP_LISTEN"
+
+// mcpTokenFile is the endpoint's bearer token, 0600, in the state folder.
+const mcpTokenFile = "mcp-token"
+
+// mcpEndpoints holds the MCP endpoint of each running daemon (kept beside
+// Daemon so that its struct stays the daemon engineer's).
+var mcpEndpoints sync.Map // *Daemon → *mcpserver.Endpoint
+
+func (d *Daemon) mcpEndpoint() (*mcpserver.Endpoint, bool) {
+	ep, ok := mcpEndpoints.Load(d)
+	if !ok {
+		return nil, false
+	}
+	return ep.(*mcpserver.Endpoint), true
+}
+
+// startMCP serves every session over streamable HTTP on 127.0.0.1 and
+// gives claude nodes (--session-tools) its URL and token; it must run
+// before Restore starts any node. A failure is logged and noticed, never
+// fatal: the local API works without the endpoint. The returned function
+// stops it.
+func (d *Daemon) startMCP() (stop func()) {
+	tokenPath := filepath.Join(d.opts.Paths.State, mcpTokenFile)
+	tok, err := mcpserver.LoadOrCreateToken(tokenPath)
+	var ep *mcpserver.Endpoint
+	if err == nil {
+		ep, err = mcpserver.StartEndpoint(&mcpserver.EndpointOptions{
+			Listen: os.Getenv(MCPListenEnv),
+			HTTPOptions: mcpserver.HTTPOptions{
+				Token: tok,
+				Session: func(ctx context.Context, name string) (*session.Session, error) {
+					return d.session(ctx, name, false)
+				},
+				Version: d.opts.Version,
+				Logger:  d.log.Named("mcp"),
+			},
+		})
+	}
+	if err != nil {
+		d.log.Error("the MCP endpoint is not served", zap.Error(err))
+		d.notice(fmt.Sprintf("the session MCP endpoint is not served: %v", err))
+		return func() {}
+	}
+	d.log.Info("MCP endpoint ready", zap.String("addr", ep.Addr()))
+	mcpEndpoints.Store(d, ep)
+	d.opts.Registry.Register(claude.Kind, claude.NewFactory(claude.Config{
+		SessionEndpoint: func(name string) (claude.Endpoint, bool) {
+			return claude.Endpoint{URL: ep.URL(name), Token: ep.Token()}, true
+		},
+	}))
+	return func() {
+		mcpEndpoints.Delete(d)
+		if err := ep.Close(context.Background()); err != nil {
+			d.log.Warn("closing the MCP endpoint", zap.Error(err))
+		}
+	}
+}

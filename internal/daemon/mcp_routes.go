@@ -1,0 +1,263 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/mcpserver"
+	"github.com/nerve-dev/nerve/pkg/api"
+)
+
+// mcpRoutes adds the routes `nerve mcp serve` and `nerve mcp url` use: the
+// endpoint's address, an mcp node's resources and prompts, and the attach
+// stream through which the node's requests for a person reach the MCP
+// client of `nerve mcp serve --node`.
+func (d *Daemon) mcpRoutes(mux *http.ServeMux) {
+	for _, r := range []struct {
+		pattern string
+		handler http.HandlerFunc
+	}{
+		{"GET /v1/sessions/{session}/mcp", d.handleMCPEndpoint},
+		{"GET /v1/sessions/{session}/nodes/{node}/mcp", d.handleMCPFeatures},
+		{"POST /v1/sessions/{session}/nodes/{node}/mcp", d.handleMCPRequest},
+		{"GET /v1/sessions/{session}/nodes/{node}/mcp/attach", d.handleMCPAttach},
+		{"POST /v1/sessions/{session}/nodes/{node}/mcp/attach/{id}", d.handleMCPAnswer},
+	} {
+		mux.HandleFunc(r.pattern, r.handler)
+	}
+}
+
+func (d *Daemon) handleMCPEndpoint(w http.ResponseWriter, r *http.Request) {
+	if _, err := d.sessionOf(r, false); err != nil {
+		writeErr(w, err)
+		return
+	}
+	ep, ok := d.mcpEndpoint()
+	if !ok {
+		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound,
+			Message: "this nerve serves no MCP endpoint (an embedded session has none, or it failed to start: see `nerve daemon status`); use `nerve mcp serve` on stdio instead"})
+		return
+	}
+	name := r.PathValue("session")
+	out := api.MCPEndpoint{URL: ep.URL(name), Token: ep.Token(), NodeURL: ep.NodeURL(name, "NODE")}
+	if d.opts.Paths.State != "" {
+		out.TokenFile = filepath.Join(d.opts.Paths.State, mcpTokenFile)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// mcpBackend returns the backend of the request's session.
+func (d *Daemon) mcpBackend(r *http.Request) (*mcpserver.SessionBackend, error) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		return nil, err
+	}
+	return mcpserver.NewSessionBackend(s), nil
+}
+
+func writeMCPErr(w http.ResponseWriter, err error) {
+	if errors.Is(err, mcpserver.ErrNoFeatures) {
+		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotMCP, Message: err.Error()})
+		return
+	}
+	status, e := apiError(err)
+	if status == http.StatusInternalServerError {
+		status, e.Code = http.StatusBadGateway, api.CodeCallFailed
+	}
+	writeError(w, status, e)
+}
+
+func (d *Daemon) handleMCPFeatures(w http.ResponseWriter, r *http.Request) {
+	b, err := d.mcpBackend(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	f, err := b.Features(r.Context(), r.PathValue("node"))
+	if err != nil {
+		writeMCPErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.MCPFeatures(*f))
+}
+
+func (d *Daemon) handleMCPRequest(w http.ResponseWriter, r *http.Request) {
+	var req api.MCPRequest
+	if err := readJSON(r, &req); err != nil {
+		writeErr(w, err)
+		return
+	}
+	b, err := d.mcpBackend(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	ctx, id := r.Context(), r.PathValue("node")
+	decode := func(v any) error {
+		if len(req.Params) == 0 {
+			return badRequest(fmt.Errorf("%s needs params", req.Method))
+		}
+		if err := json.Unmarshal(req.Params, v); err != nil {
+			return badRequest(fmt.Errorf("params of %s: %w", req.Method, err))
+		}
+		return nil
+	}
+	var res any
+	switch req.Method {
+	case api.MCPReadResource:
+		var p mcp.ReadResourceParams
+		if err = decode(&p); err == nil {
+			res, err = b.ReadResource(ctx, id, p.URI)
+		}
+	case api.MCPGetPrompt:
+		var p mcp.GetPromptParams
+		if err = decode(&p); err == nil {
+			res, err = b.GetPrompt(ctx, id, p.Name, p.Arguments)
+		}
+	case api.MCPComplete:
+		var p mcp.CompleteParams
+		if err = decode(&p); err == nil {
+			res, err = b.Complete(ctx, id, &p)
+		}
+	case api.MCPSubscribe, api.MCPUnsubscribe:
+		var p mcp.SubscribeParams
+		if err = decode(&p); err == nil {
+			if req.Method == api.MCPSubscribe {
+				err = b.Subscribe(ctx, id, p.URI)
+			} else {
+				err = b.Unsubscribe(ctx, id, p.URI)
+			}
+			res = struct{}{}
+		}
+	case api.MCPSetLevel:
+		var p mcp.SetLoggingLevelParams
+		if err = decode(&p); err == nil {
+			err = b.SetLoggingLevel(ctx, id, string(p.Level))
+			res = struct{}{}
+		}
+	default:
+		err = badRequest(fmt.Errorf("unknown MCP method %q (use %s, %s, %s, %s, %s or %s)", req.Method,
+			api.MCPReadResource, api.MCPGetPrompt, api.MCPComplete, api.MCPSubscribe, api.MCPUnsubscribe, api.MCPSetLevel))
+	}
+	if err != nil {
+		writeMCPErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+// pendingAnswers are the attach requests waiting for their client.
+var pendingAnswers sync.Map // id → chan api.AttachAnswer
+
+// streamAttachment writes a node's requests for a person to an attach
+// stream and waits for the answers posted back.
+type streamAttachment struct {
+	mu  sync.Mutex // guards writes to the stream
+	w   http.ResponseWriter
+	enc *json.Encoder
+	ctx context.Context // the stream's
+}
+
+func (a *streamAttachment) send(line api.AttachLine) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err := a.enc.Encode(line); err != nil {
+		return err
+	}
+	flush(a.w)
+	return nil
+}
+
+// ask sends a request and waits for its answer, ctx or the stream's end.
+func (a *streamAttachment) ask(ctx context.Context, kind string, params, result any) error {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	ch := make(chan api.AttachAnswer, 1)
+	pendingAnswers.Store(id, ch)
+	defer pendingAnswers.Delete(id)
+	data, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	if err := a.send(api.AttachLine{Kind: kind, ID: id, Params: data}); err != nil {
+		return fmt.Errorf("the MCP client went away: %w", err)
+	}
+	select {
+	case ans := <-ch:
+		if ans.Error != "" {
+			return errors.New(ans.Error)
+		}
+		return json.Unmarshal(ans.Result, result)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-a.ctx.Done():
+		return errors.New("the MCP client went away before answering")
+	}
+}
+
+func (a *streamAttachment) Sample(ctx context.Context, _ string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	var res mcp.CreateMessageResult
+	if err := a.ask(ctx, api.AttachSample, req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (a *streamAttachment) Elicit(ctx context.Context, _ string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	var res mcp.ElicitResult
+	if err := a.ask(ctx, api.AttachElicit, req, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
+
+func (a *streamAttachment) ResourceUpdated(uri string) {
+	_ = a.send(api.AttachLine{Kind: api.AttachResourceUpdated, URI: uri})
+}
+
+func (d *Daemon) handleMCPAttach(w http.ResponseWriter, r *http.Request) {
+	b, err := d.mcpBackend(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	id := r.PathValue("node")
+	s, _ := d.sessionOf(r, false)
+	if _, err := s.Node(id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
+	w.WriteHeader(http.StatusOK)
+	a := &streamAttachment{w: w, enc: json.NewEncoder(w), ctx: r.Context()}
+	detach := b.AttachNow(id, a)
+	defer detach()
+	_ = a.send(api.AttachLine{Kind: api.AttachReady})
+	<-r.Context().Done()
+}
+
+func (d *Daemon) handleMCPAnswer(w http.ResponseWriter, r *http.Request) {
+	var ans api.AttachAnswer
+	if err := readJSON(r, &ans); err != nil {
+		writeErr(w, err)
+		return
+	}
+	v, ok := pendingAnswers.LoadAndDelete(r.PathValue("id"))
+	if !ok {
+		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotFound,
+			Message: "no request waits for this answer (it was answered, timed out or cancelled)"})
+		return
+	}
+	v.(chan api.AttachAnswer) <- ans
+	writeJSON(w, http.StatusOK, struct{}{})
+}
