@@ -27,6 +27,7 @@ Examples:
 				Run:      runTools,
 			},
 			callCmd(),
+			mcpCmd(), // mcp_serve.go
 			sessionCmd(),
 			daemonCmd(),
 			logCmd(),
