@@ -55,6 +55,9 @@ type ctrlResult struct {
 // startProc starts argv with env in dir. It returns once the child runs;
 // the handshake is the caller's.
 func startProc(argv, env []string, dir string) (*proc, error) {
+	if err := platformSupported(); err != nil {
+		return nil, err
+	}
 	path, err := lookPath(argv[0], env)
 	if err != nil {
 		return nil, err
@@ -302,10 +305,6 @@ func (p *proc) stop(grace time.Duration) {
 
 // kill ends the group at once (a runaway child); stop still reaps it.
 func (p *proc) kill() { p.signal(syscall.SIGKILL) }
-
-func (p *proc) signal(sig syscall.Signal) {
-	syscall.Kill(-p.pid, sig)
-}
 
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
