@@ -134,7 +134,7 @@ func TestClaudeCode(t *testing.T) {
 	url, token := h.url(t)
 	dir := t.TempDir()
 	cfg := map[string]any{"mcpServers": map[string]any{
-		"nerve": map[string]any{"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer " + token}},
+		"nerve":      map[string]any{"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer " + token}},
 		"nervestdio": map[string]any{"command": h.bin, "args": []string{"mcp", "serve"}, "env": map[string]string{"NERVE_HOME": h.home}},
 	}}
 	data, _ := json.Marshal(cfg)
