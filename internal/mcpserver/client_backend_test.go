@@ -18,9 +18,9 @@ import (
 )
 
 // embedded returns a client session of an in-memory daemon.
-func embedded(t *testing.T) *client.Session {
+func embedded(t testing.TB) *client.Session {
 	t.Helper()
-	emb, err := daemon.StartEmbedded(t.Context(), &daemon.Options{Registry: all.Registry()})
+	emb, err := daemon.StartEmbedded(context.Background(), &daemon.Options{Registry: all.Registry()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,156 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/mcpserver"
+	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+func benchSession(b *testing.B) *session.Session {
+	s := session.New("bench", all.Registry(), nil)
+	b.Cleanup(func() { s.Close(context.Background()) })
+	if _, err := s.Add(b.Context(), node.Spec{ID: "echo", Kind: "identity"}); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// pipes returns a client and a server transport joined by two OS pipes:
+// what `nerve mcp serve` and its client exchange over stdio.
+func pipes(b *testing.B) (client, server mcp.Transport) {
+	cr, sw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	sr, cw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.IOTransport{Reader: sr, Writer: sw}
+}
+
+func benchServe(b *testing.B, backend mcpserver.Backend, ct, st mcp.Transport) *mcp.ClientSession {
+	srv := mcpserver.New(backend, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { srv.Run(ctx); close(done) }()
+	b.Cleanup(func() { cancel(); <-done })
+	<-srv.Ready()
+	ss, err := srv.MCP().Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func benchCall(b *testing.B, cs *mcp.ClientSession) {
+	p := &mcp.CallToolParams{Name: "echo.identity", Arguments: map[string]any{"text": "hello"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := cs.CallTool(b.Context(), p)
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
+
+// BenchmarkCallDirect is the baseline: the same call on the session.
+func BenchmarkCallDirect(b *testing.B) {
+	s := benchSession(b)
+	args := json.RawMessage(`{"text":"hello"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.CallTool(b.Context(), "echo.identity", args, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallStdio is a call from an MCP client through OS pipes to the
+// server on the session (the daemon's side of the endpoint).
+func BenchmarkCallStdio(b *testing.B) {
+	ct, st := pipes(b)
+	benchCall(b, benchServe(b, mcpserver.NewSessionBackend(benchSession(b)), ct, st))
+}
+
+// BenchmarkCallStdioDaemon is `nerve mcp serve`: an MCP client through OS
+// pipes to the server, which reaches the session through the daemon's
+// local API (here an embedded daemon on an in-memory connection).
+func BenchmarkCallStdioDaemon(b *testing.B) {
+	sess := embedded(b)
+	if _, err := sess.Add(b.Context(), node.Spec{ID: "echo", Kind: "identity"}); err != nil {
+		b.Fatal(err)
+	}
+	ct, st := pipes(b)
+	benchCall(b, benchServe(b, mcpserver.NewClientBackend(sess), ct, st))
+}
+
+// BenchmarkCallHTTP is a call through the streamable HTTP endpoint on
+// 127.0.0.1 with the bearer token.
+func BenchmarkCallHTTP(b *testing.B) {
+	s := benchSession(b)
+	tok := mcpserver.NewToken()
+	ep, err := mcpserver.StartEndpoint(&mcpserver.EndpointOptions{HTTPOptions: mcpserver.HTTPOptions{
+		Token:   tok,
+		Session: func(context.Context, string) (*session.Session, error) { return s, nil },
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ep.Close(context.Background()) })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(), &mcp.StreamableClientTransport{
+		Endpoint:   ep.URL("bench"),
+		HTTPClient: &http.Client{Transport: bearerRT(tok)},
+	}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	benchCall(b, cs)
+}
+
+type bearerRT string
+
+func (t bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(t))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// BenchmarkCallStdioSDK is the floor of any MCP server over stdio: a bare
+// Go SDK server whose one tool answers at once, over the same pipes.
+func BenchmarkCallStdioSDK(b *testing.B) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo.identity", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil
+		})
+	ct, st := pipes(b)
+	ctx := b.Context()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	benchCall(b, cs)
+}
