@@ -41,16 +41,18 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 			}
 		}
 		msg = fmt.Sprintf("the server wrote something that is not JSON-RPC on its stdout%s: a stdio MCP server must write only MCP messages there and its logs to stderr (is this the right command, started in stdio mode?)", quote)
-	case exited:
-		msg = fmt.Sprintf("the server %s %s", how, when)
-		if starting {
-			msg += " (check the command, its arguments and its environment; run it by hand to see why)"
-		}
 	case starting && startTimedOut:
+		// Before the exit case: the SDK closes stdin when the wait runs
+		// out, and a server may exit on that; the timeout is what happened.
 		if p != nil {
 			msg = fmt.Sprintf("the server did not answer initialize within %v: is this an MCP server speaking stdio? (a server that downloads itself first, e.g. with npx, may need it installed beforehand)", n.cfg.startTimeout)
 		} else {
 			msg = fmt.Sprintf("the server at %s did not answer initialize within %v: is the URL right and the server up?", n.server.URL, n.cfg.startTimeout)
+		}
+	case exited:
+		msg = fmt.Sprintf("the server %s %s", how, when)
+		if starting {
+			msg += " (check the command, its arguments and its environment; run it by hand to see why)"
 		}
 	case err == nil || errors.Is(err, io.EOF):
 		if p != nil {

@@ -129,6 +129,8 @@ func runHelper(mode string) {
 	case "hang":
 		fmt.Fprintln(os.Stderr, "warming up")
 		select {}
+	case "daemon":
+		runDaemonHelper()
 	case "ignore-stdin":
 		// A server that never exits by itself: stop must signal it.
 		go newTestServer().Run(context.Background(), &mcp.StdioTransport{})

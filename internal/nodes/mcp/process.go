@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,10 +36,11 @@ type process struct {
 
 	stopGrace, termGrace time.Duration
 
-	exited     chan struct{} // closed once the child is reaped
-	state      *os.ProcessState
-	stderrDone chan struct{} // closed when stderr reaches EOF
-	signalled  atomic.Bool   // nerve sent the group a signal
+	exited     chan struct{}           // closed once the child is reaped
+	state      func() *os.ProcessState // valid once exited is closed
+	stderrDone chan struct{}           // closed when stderr reaches EOF
+	signalled  atomic.Bool             // nerve sent the group a signal
+	lifeline   *lifeline               // nil if it could not be started
 	closeOnce  sync.Once
 }
 
@@ -75,7 +78,13 @@ func startProcess(argv, env []string, dir string, stopGrace, termGrace time.Dura
 		return nil, err
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	err = cmd.Start()
+	exited := make(chan struct{})
+	var state *os.ProcessState
+	err = startLocked(cmd, func() {
+		cmd.Wait()
+		state = cmd.ProcessState
+		close(exited)
+	})
 	// The child holds its own copies now.
 	stdinR.Close()
 	stdoutW.Close()
@@ -94,20 +103,43 @@ func startProcess(argv, env []string, dir string, stopGrace, termGrace time.Dura
 		stderr:     newRing(stderrLines),
 		stopGrace:  stopGrace,
 		termGrace:  termGrace,
-		exited:     make(chan struct{}),
+		exited:     exited,
 		stderrDone: make(chan struct{}),
 	}
+	p.state = func() *os.ProcessState { <-exited; return state }
+	p.lifeline = startLifeline(p.pid)
 	go func() {
 		defer close(p.stderrDone)
 		defer stderrR.Close()
 		p.stderr.readLines(stderrR)
 	}()
-	go func() {
-		cmd.Wait()
-		p.state = cmd.ProcessState
-		close(p.exited)
-	}()
 	return p, nil
+}
+
+// startLocked starts cmd from a goroutine locked to its OS thread and runs
+// reap on that goroutine, unlocking only once the child is reaped.
+//
+// Pdeathsig (sysattr_linux.go) fires when the *thread* that forked the
+// child exits, not the process. Go threads normally live as long as the
+// process, but one is torn down when a goroutine that locked it exits
+// without unlocking (any library may do that), and a child forked from it
+// would be killed with the daemon alive. A thread of our own, held for the
+// child's lifetime, makes the signal mean exactly "the daemon died". It
+// costs one thread per stdio server, which cmd.Wait blocks anyway.
+func startLocked(cmd *exec.Cmd, reap func()) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			// Exiting locked ends this thread; nothing depends on it.
+			return
+		}
+		started <- nil
+		reap()
+		runtime.UnlockOSThread()
+	}()
+	return <-started
 }
 
 // lookPath finds file like exec.LookPath, but in the PATH of the child's
@@ -204,6 +236,7 @@ func (p *process) shutdown() {
 		// Sweep the group: nothing of it may outlive the node. The leader
 		// is reaped; members that remain keep the group id from being reused.
 		syscall.Kill(-p.pid, syscall.SIGKILL)
+		p.lifeline.release()
 		// stderr may still hold the lines that explain an exit.
 		wait(p.stderrDone, 200*time.Millisecond)
 		p.stdout.Close()
@@ -227,7 +260,7 @@ func (p *process) exitedByItself() (string, bool) {
 	if p.signalled.Load() {
 		return "", false
 	}
-	return describeExit(p.state), true
+	return describeExit(p.state()), true
 }
 
 func describeExit(st *os.ProcessState) string {
@@ -263,3 +296,52 @@ func wait(ch <-chan struct{}, d time.Duration) bool {
 }
 
 var _ io.WriteCloser = stdinCloser{}
+
+// lifelineScript kills process group $1 when its stdin reaches EOF without
+// a line: the daemon, which alone holds the write end, died. The guard keeps
+// a bad argument from ever meaning "every process" (kill -9 -1).
+const lifelineScript = `read x || { [ "$1" -gt 1 ] && kill -9 -"$1"; }`
+
+// lifeline is a tiny sh that ends a server's whole process group when the
+// daemon dies, however it dies. Pdeathsig kills only the server itself;
+// grandchildren that do not share its stdin (npx's node, a server's own
+// helpers) would outlive a SIGKILLed daemon. The lifeline runs in its own
+// group, so stop's SIGTERM to the server's group does not reach it.
+type lifeline struct {
+	pid  int
+	w    *os.File
+	done chan struct{} // closed once the sh is reaped
+}
+
+func startLifeline(pgid int) *lifeline {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil
+	}
+	cmd := exec.Command("/bin/sh", "-c", lifelineScript, "nerve-lifeline", strconv.Itoa(pgid))
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		w.Close()
+		return nil // Pdeathsig still covers the server itself
+	}
+	l := &lifeline{pid: cmd.Process.Pid, w: w, done: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(l.done)
+	}()
+	return l
+}
+
+// release tells the lifeline the group has been dealt with, and waits for
+// it to exit.
+func (l *lifeline) release() {
+	if l == nil {
+		return
+	}
+	l.w.WriteString("done\n")
+	l.w.Close()
+	<-l.done
+}

@@ -2,6 +2,7 @@ package mcpnode
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"strings"
 	"sync"
@@ -93,16 +94,18 @@ func tail(lines []string, n int) string {
 type lastBytes struct {
 	r  io.ReadCloser
 	mu sync.Mutex // guards buf
-	// buf is the last chunk read, at most 200 bytes of it.
+	// buf is the start of the last chunk read, at most lastChunk bytes.
 	buf []byte
 }
+
+const lastChunk = 4096
 
 func (l *lastBytes) Read(p []byte) (int, error) {
 	n, err := l.r.Read(p)
 	if n > 0 {
 		chunk := p[:n]
-		if len(chunk) > 200 {
-			chunk = chunk[:200]
+		if len(chunk) > lastChunk {
+			chunk = chunk[:lastChunk]
 		}
 		l.mu.Lock()
 		l.buf = append(l.buf[:0], chunk...)
@@ -113,15 +116,32 @@ func (l *lastBytes) Read(p []byte) (int, error) {
 
 func (l *lastBytes) Close() error { return l.r.Close() }
 
+// last quotes the first line of the last chunk that is not JSON — one
+// chunk often holds a good message and the garbage after it — or, when
+// every line parses, the chunk's first line.
 func (l *lastBytes) last() string {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := strings.TrimSpace(string(l.buf))
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
+	lines := strings.Split(string(l.buf), "\n")
+	l.mu.Unlock()
+	if len(lines) > 1 {
+		lines = lines[:len(lines)-1] // cut off mid-line (or empty)
 	}
-	if len(s) > 80 {
-		s = s[:80] + "…"
+	pick := ""
+	for _, line := range lines {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if pick == "" {
+			pick = line
+		}
+		if !json.Valid([]byte(line)) {
+			pick = line
+			break
+		}
 	}
-	return s
+	if len(pick) > 80 {
+		pick = pick[:80] + "…"
+	}
+	return pick
 }

@@ -1,0 +1,412 @@
+package mcpnode
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// badmcp returns the argv of fixtures/badmcp with flags.
+func badmcp(t testing.TB, flags ...string) []string {
+	t.Helper()
+	return append([]string{testutil.BuildBinary(t, "./fixtures/badmcp")}, flags...)
+}
+
+// faultConfig is the config of a node under fault: short waits, so a test
+// that escalates to SIGKILL or times out initialize stays fast.
+func faultConfig() config {
+	cfg := defaultConfig()
+	cfg.startTimeout = 10 * time.Second
+	cfg.stopGrace = 20 * time.Millisecond
+	cfg.termGrace = 200 * time.Millisecond
+	return cfg
+}
+
+// faultSession is a session whose mcp nodes are built with cfg, except the
+// node "good", which gets the defaults.
+func faultSession(t *testing.T, cfg config) *session.Session {
+	t.Helper()
+	reg := &session.Registry{}
+	reg.Register(Kind, func(spec node.Spec, env node.Env) (node.Node, error) {
+		if spec.ID == "good" {
+			return newNode(spec, env, defaultConfig())
+		}
+		return newNode(spec, env, cfg)
+	})
+	s := session.New("faults", reg, nil)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+// serverPid is the pid (and process group) of the node's current or last
+// server.
+func serverPid(n node.Node) int {
+	m := n.(*Node)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.pid
+}
+
+// childPid reads the pid badmcp --spawn-child printed on its stderr.
+func childPid(n node.Node) int {
+	for _, l := range n.(*Node).StderrTail() {
+		if s, ok := strings.CutPrefix(l, "child pid "); ok {
+			pid, _ := strconv.Atoi(s)
+			return pid
+		}
+	}
+	return 0
+}
+
+func echo(ctx context.Context, s *session.Session, id, text string) (string, error) {
+	args, _ := json.Marshal(map[string]string{"text": text})
+	res, err := s.Call(ctx, id, &node.CallRequest{Tool: "echo", Arguments: args})
+	if err != nil {
+		return "", err
+	}
+	if len(res.Content) == 0 {
+		return "", fmt.Errorf("empty result %+v", res)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return "", fmt.Errorf("content is %T, want text", res.Content[0])
+	}
+	return tc.Text, nil
+}
+
+// TestBadmcpFaults drives each fault of fixtures/badmcp through a session:
+// the faulty node ends in ERROR with a message a person can act on, the
+// error of a call in flight says the same, nothing of the server's process
+// group is left (the --spawn-child grandchild included), and a healthy
+// node in the same session stays READY and callable.
+func TestBadmcpFaults(t *testing.T) {
+	tests := []struct {
+		name       string
+		flags      []string
+		cfg        func(*config)
+		call       string // a tool to call once started; "" for none
+		startFails bool
+		want       []string // in the ERROR reason (and the failed call or start)
+	}{
+		{
+			name:       "exits during start",
+			flags:      []string{"--mode", "crash-start", "--spawn-child"},
+			startFails: true,
+			want: []string{"the server exited with code 7 during start", "run it by hand to see why",
+				"last lines of its stderr:", "| badmcp: crash-start: exiting before reading stdin"},
+		},
+		{
+			name:       "exits at initialize",
+			flags:      []string{"--mode", "crash-initialize", "--spawn-child"},
+			startFails: true,
+			want:       []string{"the server exited with code 3 during start", "| fatal: boom"},
+		},
+		{
+			name:       "no answer to initialize, deaf to SIGTERM",
+			flags:      []string{"--mode", "hang", "--ignore-term", "--spawn-child"},
+			cfg:        func(c *config) { c.startTimeout = 300 * time.Millisecond },
+			startFails: true,
+			want:       []string{"the server did not answer initialize within 300ms: is this an MCP server speaking stdio?", "| child pid "},
+		},
+		{
+			name:  "garbage on stdout",
+			flags: []string{"--mode", "garbage", "--spawn-child"},
+			want:  []string{"the server wrote something that is not JSON-RPC on its stdout", `"this is not JSON"`, "its logs to stderr"},
+		},
+		{
+			name:  "line over the size limit",
+			flags: []string{"--mode", "huge-line", "--huge-bytes", strconv.Itoa(2 << 20), "--spawn-child"},
+			cfg:   func(c *config) { c.maxLine = 1 << 20 },
+			call:  "echo",
+			want:  []string{"the server wrote a line longer than 1 MB on stdout, over nerve's limit for one message"},
+		},
+		{
+			name:  "crash mid-call",
+			flags: []string{"--mode", "crash-call", "--spawn-child"},
+			call:  "boom",
+			want:  []string{"the server exited with code 4 unexpectedly", "| panic: mid-call"},
+		},
+		{
+			name:  "crash when idle",
+			flags: []string{"--mode", "crash-idle", "--idle-ms", "300", "--spawn-child"},
+			want:  []string{"the server exited with code 5 unexpectedly", "| badmcp: crash-idle: no message for 300ms, exiting"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := faultConfig()
+			if tt.cfg != nil {
+				tt.cfg(&cfg)
+			}
+			s := faultSession(t, cfg)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			good, err := s.Add(ctx, stdioSpec("good", badmcp(t, "--mode", "ok", "--spawn-child")))
+			if err != nil {
+				t.Fatalf("starting the healthy node: %v", err)
+			}
+			goodPid := serverPid(good)
+
+			bad, err := s.Add(ctx, stdioSpec("bad", badmcp(t, tt.flags...)))
+			if tt.startFails {
+				if err == nil {
+					t.Fatal("Start succeeded, want it to fail")
+				}
+				wantAll(t, "start error", err.Error(), tt.want)
+			} else if err != nil && !strings.Contains(tt.name, "garbage") {
+				// Garbage may arrive while the tools are listed, or just after.
+				t.Fatalf("Start: %v", err)
+			}
+			if tt.call != "" {
+				_, err := s.Call(ctx, "bad", &node.CallRequest{Tool: tt.call, Arguments: json.RawMessage(`{"text":"hi"}`)})
+				if err == nil {
+					t.Fatalf("call to %s succeeded, want it to fail", tt.call)
+				}
+				wantAll(t, "call error", err.Error(), append([]string{fmt.Sprintf("tool %q on node \"bad\" failed: ", tt.call)}, tt.want...))
+			}
+			testutil.WaitFor(t, 10*time.Second, func() bool { return bad.State() == node.Error }, "the node to go ERROR")
+			info, _ := s.Info("bad")
+			wantAll(t, "ERROR reason", info.Error, tt.want)
+
+			// The node went ERROR only after its server was gone: no waiting.
+			pid, kid := serverPid(bad), childPid(bad)
+			if pid == 0 || kid == 0 {
+				t.Fatalf("server pid %d, grandchild pid %d: want both (stderr %q)", pid, kid, bad.(*Node).StderrTail())
+			}
+			if testutil.ProcessGroupAlive(pid) {
+				t.Errorf("process group %d of the failed server is still alive", pid)
+			}
+			if testutil.ProcessAlive(kid) {
+				t.Errorf("the server's child %d outlived it", kid)
+			}
+
+			// The neighbour did not notice.
+			if st := good.State(); st != node.Ready {
+				t.Errorf("healthy node is %s, want READY", st)
+			}
+			if got, err := echo(ctx, s, "good", "still here"); err != nil || !strings.Contains(got, "still here") {
+				t.Errorf("healthy node's echo = %q, %v", got, err)
+			}
+			if !testutil.ProcessGroupAlive(goodPid) {
+				t.Errorf("the healthy node's server %d is gone", goodPid)
+			}
+
+			// A call to the ERROR node says how to get it back.
+			tool := "echo"
+			if tt.call != "" {
+				tool = tt.call
+			}
+			_, err = s.Call(ctx, "bad", &node.CallRequest{Tool: tool})
+			if err == nil || !strings.Contains(err.Error(), ":node restart bad") {
+				t.Errorf("call to the ERROR node: %v, want the restart hint", err)
+			}
+			if err := s.Remove(ctx, "bad"); err != nil {
+				t.Errorf("removing the ERROR node: %v", err)
+			}
+		})
+	}
+}
+
+func wantAll(t *testing.T, what, got string, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s does not say %q:\n%s", what, w, got)
+		}
+	}
+}
+
+// TestStderrFloodStaysBounded: a server that writes to stderr without end
+// keeps working, and nerve keeps only its last 50 lines, however much it
+// writes.
+func TestStderrFloodStaysBounded(t *testing.T) {
+	s := faultSession(t, faultConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n, err := s.Add(ctx, stdioSpec("chatty", badmcp(t, "--mode", "stderr-flood")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+
+	// Each flood line is about 215 bytes: wait for 20 MB of them.
+	const lines = 100_000
+	last := func() int {
+		tail := n.(*Node).StderrTail()
+		if len(tail) == 0 {
+			return 0
+		}
+		f := strings.Fields(tail[len(tail)-1])
+		if len(f) < 2 {
+			return 0
+		}
+		i, _ := strconv.Atoi(f[1])
+		return i
+	}
+	for i := 0; last() < lines; i++ {
+		if got, err := echo(ctx, s, "chatty", strconv.Itoa(i)); err != nil || !strings.Contains(got, strconv.Itoa(i)) {
+			t.Fatalf("echo %d during the flood = %q, %v", i, got, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the flood reached line %d only", last())
+		}
+	}
+	if st := n.State(); st != node.Ready {
+		t.Errorf("state %s, want READY", st)
+	}
+	tail := n.(*Node).StderrTail()
+	if len(tail) != stderrLines {
+		t.Errorf("kept %d lines, want %d", len(tail), stderrLines)
+	}
+	for _, l := range tail {
+		if !strings.HasPrefix(l, "flood ") || len(l) > maxStderrLine+4 {
+			t.Errorf("kept line %.40q… (%d bytes)", l, len(l))
+			break
+		}
+	}
+	var after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
+		t.Errorf("the heap grew by %d KB while the server wrote %d lines to stderr, want it bounded", grew>>10, lines)
+	}
+}
+
+// TestServerOutlivesTheThreadThatStartedIt: Pdeathsig fires when the thread
+// that forked the child exits. A node started from a goroutine whose
+// thread then ends (a locked goroutine that exits) must keep its server.
+func TestServerOutlivesTheThreadThatStartedIt(t *testing.T) {
+	n, err := newNode(stdioSpec("t", badmcp(t, "--mode", "ok")), node.Env{}, faultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type started struct {
+		tid     int
+		err     error
+		release chan struct{} // set when the goroutine landed on the main thread
+	}
+	ch := make(chan started)
+	var st started
+	for {
+		go func() {
+			runtime.LockOSThread()
+			if unix.Gettid() == os.Getpid() {
+				// The main thread never exits: park on it, so that the
+				// next try gets another thread.
+				release := make(chan struct{})
+				ch <- started{release: release}
+				<-release
+				runtime.UnlockOSThread()
+				return
+			}
+			// Never unlocked: the thread ends with this goroutine.
+			ch <- started{tid: unix.Gettid(), err: n.Start(context.Background())}
+		}()
+		if st = <-ch; st.release == nil {
+			break
+		}
+		defer close(st.release)
+	}
+	if st.err != nil {
+		t.Fatal(st.err)
+	}
+	t.Cleanup(func() { n.Stop(context.Background()) })
+	task := fmt.Sprintf("/proc/self/task/%d", st.tid)
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		_, err := os.Stat(task)
+		return os.IsNotExist(err)
+	}, fmt.Sprintf("the starting thread %d (pid %d) to exit", st.tid, os.Getpid()))
+	pid := serverPid(n)
+	res, err := n.CallTool(context.Background(), &node.CallRequest{Tool: "echo", Arguments: json.RawMessage(`{"text":"alive"}`)})
+	if err != nil || text(t, res) != "alive" {
+		t.Fatalf("after the starting thread exited: %v, %v (server %d alive: %v)", res, err, pid, testutil.ProcessAlive(pid))
+	}
+}
+
+// daemonHelperEnv names badmcp for the "daemon" helper mode.
+const daemonHelperEnv = "NERVE_MCPNODE_BADMCP"
+
+// runDaemonHelper acts as a daemon: it starts an mcp node on badmcp
+// --spawn-child, prints "pids SERVER CHILD LIFELINE" and waits to be
+// killed.
+func runDaemonHelper() {
+	argv := []string{os.Getenv(daemonHelperEnv), "--mode", "ok", "--spawn-child"}
+	n, err := newNode(stdioSpec("victim", argv), node.Env{}, defaultConfig())
+	if err == nil {
+		err = n.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for childPid(n) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // the stderr reader has not got there yet
+	}
+	n.mu.RLock()
+	ll := n.conn.proc.lifeline
+	n.mu.RUnlock()
+	llPid := 0
+	if ll != nil {
+		llPid = ll.pid
+	}
+	fmt.Println("pids", serverPid(n), childPid(n), llPid)
+	select {}
+}
+
+// TestDaemonKilledLeavesNoOrphan SIGKILLs a process that runs a node (as
+// the daemon would be) and checks that the server, its own child and the
+// lifeline are all gone.
+func TestDaemonKilledLeavesNoOrphan(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=daemon", daemonHelperEnv+"="+badmcp(t)[0])
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var server, child, lifeline int
+	if _, serr := fmt.Sscanf(line, "pids %d %d %d", &server, &child, &lifeline); err != nil || serr != nil || server == 0 || child == 0 || lifeline == 0 {
+		t.Fatalf("helper said %q (%v, %v)", line, err, serr)
+	}
+	for _, pid := range []int{server, child, lifeline} {
+		if !testutil.ProcessAlive(pid) {
+			t.Fatalf("process %d is not running before the kill", pid)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		return !testutil.ProcessAlive(server) && !testutil.ProcessAlive(child) && !testutil.ProcessAlive(lifeline) && !testutil.ProcessGroupAlive(server)
+	}, fmt.Sprintf("server %d, its child %d and the lifeline %d to be gone", server, child, lifeline))
+}
