@@ -3,6 +3,7 @@ package mcpconf
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -27,6 +28,31 @@ type Options struct {
 	Roots []string `json:"roots,omitempty"`
 	// Restart is the node's restart policy (defined by the mcp node kind).
 	Restart string `json:"restart,omitempty"`
+	// OAuth tunes OAuth authorization of an http server. Without it the node
+	// still answers a server's 401 with discovery and dynamic client
+	// registration; set it for a pre-registered client, a client ID
+	// metadata document, fixed scopes or another redirect URL.
+	OAuth *OAuth `json:"oauth,omitempty"`
+}
+
+// OAuth is the OAuth 2.1 client configuration of an "mcp" node (MCP
+// authorization, spec 2025-11-25). String values may hold ${VAR}, expanded
+// at each start: keep a client secret out of the saved spec with
+// "client_secret": "${MY_SECRET}".
+type OAuth struct {
+	// ClientID and ClientSecret are a client registered beforehand with
+	// the authorization server; an empty secret means a public client.
+	ClientID     string `json:"client_id,omitempty"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	// ClientMetadataURL is an https URL serving this client's metadata
+	// document, used as its client_id where the server supports that.
+	ClientMetadataURL string `json:"client_metadata_url,omitempty"`
+	// Scopes replaces the scopes the server asks for; empty means those
+	// the server names in its challenge or metadata.
+	Scopes []string `json:"scopes,omitempty"`
+	// RedirectURL is where the authorization server sends the browser
+	// back; empty means the mcp node kind's default.
+	RedirectURL string `json:"redirect_url,omitempty"`
 }
 
 // Spec returns the spec of an "mcp" node with id that runs s. s is kept as
@@ -77,6 +103,12 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 		return Server{}, o, fmt.Errorf("mcp node %q: a stdio server needs a command", spec.ID)
 	case s.Transport != "stdio" && s.URL == "":
 		return Server{}, o, fmt.Errorf("mcp node %q: an %s server needs a url", spec.ID, s.Transport)
+	case o.OAuth != nil && s.Transport != "http":
+		return Server{}, o, fmt.Errorf("mcp node %q: oauth is for the http transport, not %s: remove the oauth options, or use the server's streamable HTTP URL", spec.ID, s.Transport)
+	case o.OAuth != nil && o.OAuth.ClientSecret != "" && o.OAuth.ClientID == "":
+		return Server{}, o, fmt.Errorf("mcp node %q: oauth client_secret needs the client_id it belongs to", spec.ID)
+	case o.OAuth != nil && o.OAuth.ClientMetadataURL != "" && !strings.HasPrefix(o.OAuth.ClientMetadataURL, "https://"):
+		return Server{}, o, fmt.Errorf("mcp node %q: oauth client_metadata_url %q must be an https URL with a path", spec.ID, o.OAuth.ClientMetadataURL)
 	}
 	return s, o, nil
 }

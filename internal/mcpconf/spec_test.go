@@ -3,6 +3,7 @@ package mcpconf
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,10 @@ func TestServerFromSpecErrors(t *testing.T) {
 		{node.Spec{ID: "m", Kind: "mcp", Options: json.RawMessage(`{"transport":"stdio"}`)}, `mcp node "m": a stdio server needs a command`},
 		{node.Spec{ID: "m", Kind: "mcp", Options: json.RawMessage(`{"transport":"http"}`)}, `mcp node "m": an http server needs a url`},
 		{node.Spec{ID: "m", Kind: "mcp", Command: []string{"x"}, Options: json.RawMessage(`{"transprt":"stdio"}`)}, `options of mcp node "m": json: unknown field "transprt"`},
+		{node.Spec{ID: "m", Kind: "mcp", Options: json.RawMessage(`{"url":"https://h/sse","oauth":{}}`)}, `mcp node "m": oauth is for the http transport, not sse: remove the oauth options, or use the server's streamable HTTP URL`},
+		{node.Spec{ID: "m", Kind: "mcp", Options: json.RawMessage(`{"url":"https://h/mcp","oauth":{"client_secret":"s"}}`)}, `mcp node "m": oauth client_secret needs the client_id it belongs to`},
+		{node.Spec{ID: "m", Kind: "mcp", Options: json.RawMessage(`{"url":"https://h/mcp","oauth":{"client_metadata_url":"http://me/c.json"}}`)}, `mcp node "m": oauth client_metadata_url "http://me/c.json" must be an https URL with a path`},
+		{node.Spec{ID: "m", Kind: "mcp", Options: json.RawMessage(`{"url":"https://h/mcp","oauth":{"client":"x"}}`)}, `options of mcp node "m": json: unknown field "client"`},
 	}
 	for _, tt := range tests {
 		_, _, err := ServerFromSpec(tt.spec)
@@ -104,5 +109,33 @@ func TestServerFromSpecInfersTransport(t *testing.T) {
 		if err != nil || s.Transport != tt.want {
 			t.Errorf("ServerFromSpec(%s) transport = %q, %v; want %q", tt.spec.Options, s.Transport, err, tt.want)
 		}
+	}
+}
+
+func TestOAuthOptions(t *testing.T) {
+	spec := node.Spec{ID: "gh", Kind: "mcp", Options: json.RawMessage(`{"url":"https://h/mcp","oauth":{
+		"client_id":"nerve","client_secret":"${GH_SECRET}","client_metadata_url":"https://nerve.dev/client.json",
+		"scopes":["repo","read:user"],"redirect_url":"http://127.0.0.1:7591/callback"}}`)}
+	_, o, err := ServerFromSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &OAuth{ClientID: "nerve", ClientSecret: "${GH_SECRET}", ClientMetadataURL: "https://nerve.dev/client.json",
+		Scopes: []string{"repo", "read:user"}, RedirectURL: "http://127.0.0.1:7591/callback"}
+	if !reflect.DeepEqual(o.OAuth, want) {
+		t.Errorf("OAuth = %+v\nwant %+v", o.OAuth, want)
+	}
+	// Saved as written: the secret stays a reference.
+	raw, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"client_secret":"${GH_SECRET}"`) {
+		t.Errorf("saved options %s, want the secret unexpanded", raw)
+	}
+	// No oauth options: nil, and nothing saved.
+	_, o, err = ServerFromSpec(node.Spec{ID: "a", Kind: "mcp", Options: json.RawMessage(`{"url":"https://h/mcp"}`)})
+	if err != nil || o.OAuth != nil {
+		t.Errorf("without oauth: %+v, %v", o.OAuth, err)
 	}
 }

@@ -14,9 +14,10 @@ import (
 
 // TestConformanceClientCore runs the official MCP conformance suite's
 // client scenarios (--suite core) against fixtures/conformance-client,
-// which connects through this node kind. Known failures (OAuth) are listed
-// in fixtures/conformance-client/expected-failures.yml; the suite exits
-// non-zero on any other failure and on a listed scenario that passes.
+// which connects through this node kind, OAuth included. Known failures
+// are listed in fixtures/conformance-client/expected-failures.yml (none
+// with suite 0.1.16); the suite exits non-zero on any other failure and on
+// a listed scenario that passes.
 func TestConformanceClientCore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance suite takes a few seconds")
@@ -39,7 +40,8 @@ func TestConformanceClientCore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("conformance suite failed: %v", err)
 	}
-	for _, s := range []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"} {
+	for _, s := range []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry",
+		"auth/metadata-default", "auth/basic-cimd", "auth/pre-registration", "auth/scope-step-up", "auth/token-endpoint-auth-basic"} {
 		if !strings.Contains(summary, "✓ "+s+":") {
 			t.Errorf("scenario %s did not pass", s)
 		}

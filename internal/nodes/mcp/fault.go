@@ -60,6 +60,8 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 		} else {
 			msg = fmt.Sprintf("the server closed the connection %s", when)
 		}
+	case errors.Is(err, ErrAuthorizationRequired) || strings.Contains(errText, ErrAuthorizationRequired.Error()):
+		msg = fmt.Sprintf("the server at %s needs you to sign in (OAuth) before nerve may use it: run `nerve node auth %s` to authorize nerve in a browser, or give the node a token (--header 'Authorization: Bearer ${TOKEN}')", n.server.URL, n.ID())
 	case p == nil && starting:
 		msg = fmt.Sprintf("connecting to %s: %v (is the URL right, the server up, and the transport %q the one it speaks?)", n.server.URL, err, n.server.Transport)
 	default:

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -59,6 +60,8 @@ type config struct {
 	transport func() mcp.Transport
 	lookup    func(string) (string, bool)
 	environ   func() []string
+	// authorize completes OAuth sign-in; nil reports that it is needed.
+	authorize Authorizer
 }
 
 func defaultConfig() config {
@@ -83,8 +86,9 @@ type Node struct {
 	log    *zap.Logger
 	cfg    config
 
-	// lifeMu serialises start, stop and restart.
+	// lifeMu serialises start, stop and restart, and guards oauth.
 	lifeMu sync.Mutex
+	oauth  auth.OAuthHandler // http only; made on first connect
 
 	// mu guards the fields below.
 	mu            sync.RWMutex
@@ -230,7 +234,13 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 	case srv.Transport == "sse":
 		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
 	default:
-		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+		hc := httpClient(srv.Headers)
+		oauth, err := n.oauthHandlerLocked(hc)
+		if err != nil {
+			c.cancel()
+			return nil, err
+		}
+		t = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: hc, OAuthHandler: oauth}
 	}
 
 	client := n.newClient(c)

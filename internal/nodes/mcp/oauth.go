@@ -1,0 +1,115 @@
+package mcpnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/nerve-dev/nerve/internal/mcpconf"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// ErrAuthorizationRequired is wrapped by the error of a node whose server
+// asked for OAuth authorization when nobody was there to give it (the
+// node's Authorizer is nil).
+var ErrAuthorizationRequired = errors.New("the server needs OAuth authorization")
+
+// DefaultRedirectURL is where the authorization server sends the browser
+// back after the person signs in, unless a node's oauth options say
+// otherwise: a loopback address, as OAuth 2.1 asks of native clients.
+const DefaultRedirectURL = "http://127.0.0.1:7591/callback"
+
+// Authorizer does the interactive step of OAuth's authorization code flow
+// for node id: it sends the person to args.URL (a browser) and returns the
+// code, state and iss that the authorization server's redirect to the
+// node's redirect URL carried. Everything else — discovery, client
+// registration, PKCE, resource indicators, the token exchange, scope
+// step-up — the node does itself.
+type Authorizer func(ctx context.Context, id string, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error)
+
+// Options are the mcp kind's settings that are not part of a node's spec.
+type Options struct {
+	// Authorize completes OAuth sign-in. Nil: a node whose server needs it
+	// goes ERROR with ErrAuthorizationRequired and a message that tells the
+	// person what to run.
+	Authorize Authorizer
+}
+
+// Factory returns the kind's node.Factory with opts; nil opts is New.
+func Factory(opts *Options) node.Factory {
+	return func(spec node.Spec, env node.Env) (node.Node, error) {
+		cfg := defaultConfig()
+		if opts != nil {
+			cfg.authorize = opts.Authorize
+		}
+		return newNode(spec, env, cfg)
+	}
+}
+
+// oauthHandlerLocked returns the node's OAuth handler, made on first use
+// and kept for the node's life, so a restart reuses the token it got.
+// lifeMu must be held.
+func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error) {
+	if n.oauth != nil {
+		return n.oauth, nil
+	}
+	o := mcpconf.OAuth{}
+	if n.opts.OAuth != nil {
+		o = *n.opts.OAuth
+	}
+	for _, f := range []*string{&o.ClientID, &o.ClientSecret, &o.ClientMetadataURL, &o.RedirectURL} {
+		v, err := mcpconf.Expand(*f, n.cfg.lookup)
+		if err != nil {
+			return nil, fmt.Errorf("mcp node %q: oauth: %w", n.ID(), err)
+		}
+		*f = v
+	}
+	if o.RedirectURL == "" {
+		o.RedirectURL = DefaultRedirectURL
+	}
+	if client == nil {
+		client = http.DefaultClient
+	}
+	id, authorize := n.ID(), n.cfg.authorize
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL: o.RedirectURL,
+		// Registration is tried in this order: a client ID metadata
+		// document, a pre-registered client, dynamic registration.
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+			Metadata: &oauthex.ClientRegistrationMetadata{
+				ClientName:   "nerve",
+				RedirectURIs: []string{o.RedirectURL},
+			},
+		},
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			if authorize == nil {
+				return nil, fmt.Errorf("%w: nobody to sign in at %s", ErrAuthorizationRequired, args.URL)
+			}
+			return authorize(ctx, id, args)
+		},
+		Client: client,
+	}
+	if o.ClientMetadataURL != "" {
+		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
+	}
+	if o.ClientID != "" {
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: o.ClientID}
+		if o.ClientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}
+		}
+	}
+	if len(o.Scopes) > 0 {
+		scopes := append([]string(nil), o.Scopes...)
+		cfg.ScopeFilter = func([]string) []string { return scopes }
+	}
+	h, err := auth.NewAuthorizationCodeHandler(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mcp node %q: oauth options: %w", n.ID(), err)
+	}
+	n.oauth = h
+	return h, nil
+}
