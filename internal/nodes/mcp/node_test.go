@@ -345,6 +345,7 @@ func TestFaults(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			cfg := defaultConfig()
 			cfg.startTimeout = 500 * time.Millisecond
 			ev := newEvents()
