@@ -185,7 +185,8 @@ func Code(err error) int {
 		errors.Is(err, client.ErrUnknownTool),
 		errors.Is(err, client.ErrNodeNotFound),
 		errors.Is(err, client.ErrSessionNotFound),
-		errors.Is(err, client.ErrExists):
+		errors.Is(err, client.ErrExists),
+		errors.Is(err, client.ErrUnsupported):
 		return ExitUsage
 	default:
 		return ExitFailed

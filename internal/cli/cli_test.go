@@ -185,10 +185,10 @@ func TestCandidates(t *testing.T) {
 		cur   string
 		want  string
 	}{
-		{nil, "", "call completion daemon help log node session tools version"},
+		{nil, "", "call completion daemon help log mcp node prompt prompts read resources session tools version"},
 		{nil, "no", "node"},
-		{[]string{"node"}, "", "add info interrupt kinds ls restart rm"},
-		{[]string{"node", "add"}, "--c", "--cwd"},
+		{[]string{"node"}, "", "add info interrupt kinds ls reset restart rm"},
+		{[]string{"node", "add"}, "--c", "--cwd --context-tokens"},
 		{[]string{"node", "info"}, "", "bash echo"}, // embedded sessions start with @bash
 		{[]string{"node", "add"}, "id", "identity"},
 		{[]string{"call"}, "@e", "@echo"},

@@ -26,8 +26,9 @@ Examples:
 				Complete: "node",
 				Run:      runTools,
 			},
+			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
-			mcpCmd(), // mcp_serve.go
+			withSub(mcpCmd(), mcpImportCmd()), // mcp_serve.go; import: mcp_import.go
 			sessionCmd(),
 			daemonCmd(),
 			logCmd(),

@@ -81,37 +81,41 @@ func runComplete(ctx context.Context, env *Env, inv *Invocation) error {
 func Candidates(ctx context.Context, env *Env, words []string, cur string) []string {
 	root := Tree()
 	cmd := root
-	nargs := 0
-	skip := false
+	var args []string
+	var pending *Flag // the flag whose value cur is
 	for _, w := range words {
 		switch {
-		case skip:
-			skip = false
+		case pending != nil:
+			pending = nil
 		case strings.HasPrefix(w, "-"):
 			name, _, hasValue := strings.Cut(strings.TrimLeft(w, "-"), "=")
 			short := !strings.HasPrefix(w, "--")
 			if f := findFlag(cmd.AllFlags(), name, short); f != nil && f.Value != "" && !hasValue {
-				skip = true // the next word is the flag's value
+				pending = f // the next word is the flag's value
 			}
 		default:
-			if sub := cmd.Lookup(w); sub != nil && nargs == 0 {
+			if sub := cmd.Lookup(w); sub != nil && len(args) == 0 {
 				cmd = sub
 			} else {
-				nargs++
+				args = append(args, w)
 			}
 		}
 	}
+	nargs := len(args)
 	var out []string
 	add := func(c string) {
 		if strings.HasPrefix(c, cur) {
 			out = append(out, c)
 		}
 	}
-	if skip {
-		return nil // a flag's value: let the shell complete files
+	if pending != nil {
+		for _, v := range pending.Values {
+			add(v)
+		}
+		return out // nil for a free value: let the shell complete files
 	}
 	if strings.HasPrefix(cur, "-") {
-		for _, f := range cmd.AllFlags() {
+		for _, f := range specialize(cmd, args).AllFlags() {
 			add("--" + f.Name)
 		}
 		return out

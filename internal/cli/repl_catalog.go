@@ -103,13 +103,24 @@ func commandSpec(c *Command, kinds []string) commander.CommandSpec {
 		}
 	}
 	for _, f := range c.Flags {
-		cs.Flags = append(cs.Flags, commander.FlagSpec{Name: "--" + f.Name, TakesValue: f.Value != ""})
+		cs.Flags = append(cs.Flags, commander.FlagSpec{Name: "--" + f.Name, TakesValue: f.Value != "", Values: f.Values})
 	}
 	switch c.Complete {
 	case "node":
 		cs.Args = []commander.ArgSpec{{Name: "NODE", Node: true}}
 	case "kind":
 		cs.Args = []commander.ArgSpec{{Name: "KIND", Values: kinds}}
+		if c.Specialize != nil {
+			// `:node add llm --<Tab>` offers the llm kind's flags: each kind
+			// is a subcommand whose flags are that kind's.
+			for _, k := range kinds {
+				if sc := c.Specialize([]string{k}); sc != nil {
+					ks := commandSpec(sc, kinds)
+					ks.Name, ks.Args = k, []commander.ArgSpec{{Name: "NAME"}}
+					cs.Subcommands = append(cs.Subcommands, ks)
+				}
+			}
+		}
 	}
 	return cs
 }

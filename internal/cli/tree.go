@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -35,6 +36,10 @@ type Command struct {
 	Hidden bool
 	// Local commands never need the daemon (help, version, completion).
 	Local bool
+	// Specialize, if set, returns the command as it applies to its first
+	// arguments — `node add llm` has the llm kind's flags and help — for
+	// --help and completion. It returns nil when args say nothing more.
+	Specialize func(args []string) *Command
 }
 
 // Flag is a command-line flag. A flag with no Value is a boolean.
@@ -45,6 +50,10 @@ type Flag struct {
 	Usage string
 	// Repeat lets the flag be given more than once (--env A=1 --env B=2).
 	Repeat bool
+	// Values are what the value may be, for completion; nil: anything.
+	Values []string
+	// Kinds are the node kinds the flag is for (`node add`); nil: every kind.
+	Kinds []string
 }
 
 // Invocation is a parsed command line.
@@ -72,8 +81,8 @@ func (in *Invocation) Flag(name string) string {
 // All returns every value of a repeatable flag.
 func (in *Invocation) All(name string) []string { return in.flags[name] }
 
-// Bool reports whether a boolean flag was given.
-func (in *Invocation) Bool(name string) bool { return len(in.flags[name]) > 0 }
+// Bool reports whether a boolean flag is on: given, and not as --flag=false.
+func (in *Invocation) Bool(name string) bool { return in.Flag(name) == "true" }
 
 // Has reports whether a flag was given.
 func (in *Invocation) Has(name string) bool { return len(in.flags[name]) > 0 }
@@ -157,10 +166,16 @@ func Parse(root *Command, argv []string) (*Invocation, error) {
 				return inv, &UsageError{Msg: fmt.Sprintf("unknown flag %s for `nerve %s`", a, strings.Join(inv.Path, " ")), Cmd: cmd, Path: inv.Path}
 			}
 			if f.Value == "" {
+				on := true
 				if hasValue {
-					return inv, &UsageError{Msg: fmt.Sprintf("flag --%s takes no value", f.Name), Cmd: cmd, Path: inv.Path}
+					// --stream=false turns off a switch that is on by default.
+					b, err := strconv.ParseBool(value)
+					if err != nil {
+						return inv, &UsageError{Msg: fmt.Sprintf("flag --%s takes no value other than =true or =false", f.Name), Cmd: cmd, Path: inv.Path}
+					}
+					on = b
 				}
-				inv.flags[f.Name] = append(inv.flags[f.Name], "true")
+				inv.flags[f.Name] = append(inv.flags[f.Name], strconv.FormatBool(on))
 				continue
 			}
 			if !hasValue {
@@ -223,7 +238,7 @@ func Exec(ctx context.Context, env *Env, argv []string) error {
 	}
 	cmd := inv.Command
 	if inv.Bool("help") {
-		return writeHelp(env.Stdout, cmd, inv.Path)
+		return writeHelp(env.Stdout, specialize(cmd, inv.Args), inv.Path)
 	}
 	e := env.apply(inv)
 	if cmd.Run == nil {
@@ -233,6 +248,17 @@ func Exec(ctx context.Context, env *Env, argv []string) error {
 		return &UsageError{Msg: fmt.Sprintf("`nerve %s` needs a subcommand", strings.Join(inv.Path, " ")), Cmd: cmd, Path: inv.Path}
 	}
 	return cmd.Run(ctx, e, inv)
+}
+
+// specialize returns cmd as it applies to args (see Command.Specialize).
+func specialize(cmd *Command, args []string) *Command {
+	if cmd.Specialize == nil || len(args) == 0 {
+		return cmd
+	}
+	if c := cmd.Specialize(args); c != nil {
+		return c
+	}
+	return cmd
 }
 
 // writeHelp prints a command's help.

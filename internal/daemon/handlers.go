@@ -50,6 +50,8 @@ func apiError(err error) (int, api.Error) {
 		code, status = api.CodeShuttingDown, http.StatusServiceUnavailable
 	case errors.As(err, &br):
 		code, status = api.CodeBadRequest, http.StatusBadRequest
+	case errors.Is(err, errUnsupported):
+		code, status = api.CodeUnsupported, http.StatusBadRequest
 	}
 	return status, api.Error{Code: code, Message: err.Error()}
 }

@@ -27,6 +27,11 @@ func (d *Daemon) routes() http.Handler {
 		{"POST /v1/sessions/{session}/nodes/{node}/interrupt", d.handleInterrupt},
 		{"GET /v1/sessions/{session}/nodes/{node}/tools", d.handleTools},
 		{"POST /v1/sessions/{session}/nodes/{node}/call", d.handleCall},
+		{"POST /v1/sessions/{session}/nodes/{node}/reset", d.handleReset},
+		{"GET /v1/sessions/{session}/nodes/{node}/resources", d.handleResources},
+		{"POST /v1/sessions/{session}/nodes/{node}/resources/read", d.handleReadResource},
+		{"GET /v1/sessions/{session}/nodes/{node}/prompts", d.handlePrompts},
+		{"POST /v1/sessions/{session}/nodes/{node}/prompts/get", d.handleGetPrompt},
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
 	}

@@ -29,6 +29,7 @@ var (
 	ErrShuttingDown      = errors.New("the daemon is shutting down")
 	ErrInternal          = errors.New("internal daemon error")
 	ErrProtocol          = errors.New("unexpected answer from the daemon")
+	ErrUnsupported       = errors.New("not supported by this kind of node")
 )
 
 // Error is an error answered by the daemon.
@@ -78,6 +79,7 @@ var kinds = map[string]error{
 	api.CodeCallFailed:      ErrCallFailed,
 	api.CodeShuttingDown:    ErrShuttingDown,
 	api.CodeInternal:        ErrInternal,
+	api.CodeUnsupported:     ErrUnsupported,
 }
 
 // byStatus is the fallback for an answer without a known code.
