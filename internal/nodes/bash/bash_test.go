@@ -338,6 +338,35 @@ func TestInterruptStopsCommandAndKeepsShell(t *testing.T) {
 	}
 }
 
+func TestInterruptAsSoonAsBusy(t *testing.T) {
+	n, tr := startNode(t, node.Spec{})
+	for i := range 5 {
+		done := make(chan reply, 1)
+		go func() {
+			r, err := callErr(context.Background(), n, "sleep 100; echo AFTER", 60)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		waitState(t, tr, node.Busy, 2*i+1) // each round makes two calls
+		if err := n.Interrupt(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			if !r.res.Interrupted || strings.Contains(r.text, "AFTER") {
+				t.Fatalf("got %q %+v", r.text, r.res)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("call did not return after Interrupt")
+		}
+		if r := call(t, n, "echo ok", 0); r.text != "ok\n" {
+			t.Fatalf("after the interrupt: %q", r.text)
+		}
+	}
+}
+
 func TestCancelledCallStopsCommand(t *testing.T) {
 	n, _ := startNode(t, node.Spec{})
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -466,14 +495,52 @@ func TestShellKilledWhileIdleIsAnError(t *testing.T) {
 	if err := syscall.Kill(n.sh.pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for st := range tr.ch {
-		if st == node.Error {
-			break
-		}
-	}
+	waitState(t, tr, node.Error, 1)
 	if got := n.Info().Error; got != "bash was killed by signal 9 (killed)" {
 		t.Fatalf("reason %q", got)
 	}
+}
+
+// waitState waits, with a deadline, until the node has moved to state want
+// n times in all.
+func waitState(t *testing.T, tr *transitions, want node.State, n int) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		if count := strings.Count(" "+strings.Join(tr.list(), " ")+" ", " "+want.String()+" "); count >= n {
+			return
+		}
+		select {
+		case <-tr.ch:
+		case <-timeout:
+			t.Fatalf("state %s never came %d times; transitions %v", want, n, tr.list())
+		}
+	}
+}
+
+func TestStopDuringCall(t *testing.T) {
+	n, tr := startNode(t, node.Spec{})
+	r := call(t, n, "sleep 300 & echo $!", 0)
+	bgPid, _ := strconv.Atoi(strings.TrimSpace(r.text[strings.LastIndexByte(strings.TrimSpace(r.text), '\n')+1:]))
+	done := make(chan reply, 1)
+	go func() {
+		r, err := callErr(context.Background(), n, "echo started; sleep 100", 60)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	waitState(t, tr, node.Busy, 2) // the sleep call
+	for len(descendantsOf(t, n.sh.pid)) < 2 {
+		time.Sleep(5 * time.Millisecond) // until sleep 100 runs beside sleep 300
+	}
+	shellPid := n.sh.pid
+	stop(t, n)
+	r = <-done
+	if !r.isErr || !strings.HasSuffix(r.text, "[the node was stopped; the shell's state is lost, restart the node]\n") {
+		t.Fatalf("call during Stop: %q %+v", r.text, r.res)
+	}
+	waitDead(t, shellPid, bgPid)
 }
 
 func TestStateTransitions(t *testing.T) {

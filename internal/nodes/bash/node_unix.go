@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nerve-dev/nerve/pkg/node"
+	"go.uber.org/zap"
 )
 
 // Node is a bash node: one persistent bash process.
@@ -39,6 +40,9 @@ type Node struct {
 }
 
 var _ node.Node = (*Node)(nil)
+
+// maxTimeout bounds timeout_s so that the duration cannot overflow.
+const maxTimeout = 100 * 365 * 24 * time.Hour
 
 // New builds a bash node from spec; it is a node.Factory. The shell starts
 // with Start.
@@ -109,6 +113,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
 	n.sh = sh
 	n.mu.Unlock()
+	n.env.Log().Debug("bash shell started", zap.Int("pid", sh.pid), zap.String("path", sh.cmd.Path), zap.String("dir", sh.cmd.Dir))
 	n.watch.Add(1)
 	go n.watchShell(sh)
 	return n.Machine.ToIf(node.Ready, "", node.Starting)
@@ -138,7 +143,9 @@ func (n *Node) watchShell(sh *shell) {
 	<-sh.exited
 	n.endMu.Lock()
 	defer n.endMu.Unlock()
-	_ = n.Machine.ToIf(node.Error, sh.deathReason(), node.Ready)
+	if n.Machine.ToIf(node.Error, sh.deathReason(), node.Ready) == nil {
+		n.env.Log().Warn("bash shell ended while idle", zap.String("reason", sh.deathReason()))
+	}
 }
 
 func (n *Node) Stop(ctx context.Context) error {
@@ -205,8 +212,10 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	}
 	timeout := time.Duration(n.opts.Timeout)
 	if a.TimeoutS != nil {
-		timeout = time.Duration(*a.TimeoutS * float64(time.Second))
-		timeout = max(timeout, time.Millisecond)
+		timeout = maxTimeout
+		if secs := *a.TimeoutS; secs < maxTimeout.Seconds() {
+			timeout = max(time.Duration(secs*float64(time.Second)), time.Millisecond)
+		}
 	}
 	// One call at a time: a second caller waits its turn.
 	select {
@@ -219,13 +228,17 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	n.mu.Lock()
 	sh := n.sh
 	n.mu.Unlock()
-	if err := n.Machine.ToIf(node.Busy, "", node.Ready); err != nil || sh == nil {
-		return nil, n.notReady()
-	}
+	// Interrupt must find the call from the moment it is BUSY.
 	intr := make(chan struct{}, 1)
 	n.mu.Lock()
 	n.intr = intr
 	n.mu.Unlock()
+	if err := n.Machine.ToIf(node.Busy, "", node.Ready); err != nil || sh == nil {
+		n.mu.Lock()
+		n.intr = nil
+		n.mu.Unlock()
+		return nil, n.notReady()
+	}
 	n.CallStarted()
 
 	var emit func(string)
@@ -245,7 +258,10 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		}
 	default:
 	}
-	if oc.died != "" {
+	if oc.died != "" && n.State() == node.Stopping {
+		oc.died = "the node was stopped"
+	} else if oc.died != "" {
+		n.env.Log().Warn("bash shell ended during a call", zap.String("reason", oc.died))
 		select {
 		case <-sh.exited:
 			oc.exit = sh.exitCode()

@@ -20,10 +20,14 @@ import (
 	"time"
 )
 
-// Timing of the interrupt sequence: SIGINT first, then every escalateEvery
-// SIGKILL for the command's processes, and after giveUpAfter the shell is
+// Timing of the interrupt sequence: SIGINT to the shell and the command,
+// SIGINT again to the command every resignalEvery (a process caught between
+// fork and exec misses the first), from escalateAfter on SIGKILL for the
+// command every escalateEvery, and after giveUpAfter the shell is
 // considered lost.
 const (
+	resignalEvery = 100 * time.Millisecond
+	escalateAfter = 500 * time.Millisecond
 	escalateEvery = 500 * time.Millisecond
 	giveUpAfter   = 5 * time.Second
 	startTimeout  = 10 * time.Second
@@ -436,6 +440,8 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 		reason         abortReason
 		aborting       bool
 		abortAt        time.Time
+		synced         bool // the shell answered a sync: only leftovers remain
+		lastKill       time.Time
 		syncFrom       uint64 // first sync seq sent by this call
 		escalate       *time.Ticker
 		escalateC      <-chan time.Time
@@ -486,8 +492,13 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 			ended, oc.exit = true, m.status
 			s.noteJobs(jobs)
 			done = !aborting
-		case m.kind == markSync && aborting && m.seq >= syncFrom:
-			done = true
+		case m.kind == markSync && aborting && m.seq >= syncFrom && !synced:
+			// The shell is at its prompt. A process forked just as the
+			// SIGINT came may have missed it and still run: end it too.
+			synced = true
+			if s.signalCommand(syscall.SIGINT) == 0 {
+				done = true
+			}
 		}
 	}
 	startAbort := func(r abortReason) {
@@ -495,7 +506,7 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 			return
 		}
 		reason = r
-		escalate = time.NewTicker(escalateEvery)
+		escalate = time.NewTicker(resignalEvery)
 		escalateC = escalate.C
 		if started {
 			abort()
@@ -539,21 +550,36 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 				abort() // no start marker yet: interrupt anyway
 				continue
 			}
-			if time.Since(abortAt) > giveUpAfter {
+			since := time.Since(abortAt)
+			if synced {
+				sig := syscall.SIGINT
+				if since >= escalateAfter {
+					sig = syscall.SIGKILL
+				}
+				if s.signalCommand(sig) == 0 {
+					done = true
+					continue
+				}
+			}
+			switch {
+			case since > giveUpAfter:
 				oc.died = s.kill(fmt.Sprintf("%s did not return to its prompt within %s of an interrupt and was killed", s.name, giveUpAfter))
 				return oc, err
+			case synced:
+			case since < escalateAfter:
+				s.signalCommand(syscall.SIGINT)
+			case time.Since(lastKill) >= escalateEvery:
+				// Something ignores SIGINT: kill the command's
+				// processes and ask the shell again.
+				lastKill = time.Now()
+				s.signalCommand(syscall.SIGKILL)
+				_ = syscall.Kill(s.pid, syscall.SIGINT)
+				s.seq++
+				s.sync(s.seq)
 			}
-			// Something ignored SIGINT: kill the command's processes
-			// and ask again.
-			s.signalCommand(syscall.SIGKILL)
-			_ = syscall.Kill(s.pid, syscall.SIGINT)
-			s.seq++
-			s.sync(s.seq)
 		}
 	}
-	if aborting {
-		out.dropNoise()
-	}
+	out.dropNoise()
 	if aborting && !ended {
 		switch reason {
 		case byTimeout:
@@ -599,21 +625,25 @@ func (s *shell) noteJobs(list []byte) {
 }
 
 // signalCommand signals the command in the foreground: every process below
-// the shell except the background jobs of earlier calls.
-func (s *shell) signalCommand(sig syscall.Signal) {
+// the shell except the background jobs of earlier calls. It returns how
+// many processes it signalled.
+func (s *shell) signalCommand(sig syscall.Signal) int {
 	procs, err := processTable()
 	if err != nil {
-		return
+		return 0
 	}
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
 	ks := newKillSet(s.pid)
+	n := 0
 	for _, p := range descendants(procs, s.pid) {
 		if !s.bg[p.pgid] {
 			ks.add(p)
+			n++
 		}
 	}
 	ks.signal(sig)
+	return n
 }
 
 // kill ends the shell and everything it started and returns why, for a
@@ -649,8 +679,10 @@ func (s *shell) killAll() {
 				ks.groups[g] = true
 			}
 		}
-		ks.signal(syscall.SIGKILL)
+		// The shell first: it must not see its command die and report
+		// that as the command's status.
 		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		ks.signal(syscall.SIGKILL)
 		if ks.empty() {
 			return
 		}
@@ -711,7 +743,7 @@ func (c *capBuffer) write(p []byte) []byte {
 func (c *capBuffer) reset() { c.buf, c.total = c.buf[:0], 0 }
 
 // tcsetattrNoise is what an interactive bash without a terminal prints when
-// SIGINT returns it to its prompt: "bash: [123: 2 (255)] tcsetattr:
+// a job dies of a signal or SIGINT returns it to its prompt: "bash: [123: 2 (255)] tcsetattr:
 // Inappropriate ioctl for device". It says nothing about the command.
 var tcsetattrNoise = regexp.MustCompile(`(?m)^[^\n]*: \[\d+: \d+ \(\d+\)\] tcsetattr: Inappropriate ioctl for device\n`)
 
