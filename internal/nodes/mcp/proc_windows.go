@@ -1,0 +1,30 @@
+//go:build windows
+
+package mcpnode
+
+import (
+	"os"
+	"syscall"
+)
+
+// sysProcAttr: Windows has no process groups to signal as Unix does; the
+// child is ended through its handle.
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+
+// terminateGroup has no gentle form on Windows: stop goes straight to
+// killGroup after its grace period.
+func terminateGroup(pid int) {}
+
+// killGroup ends the child (its descendants are not tracked on Windows).
+func killGroup(pid int) {
+	if p, err := os.FindProcess(pid); err == nil {
+		p.Kill()
+	}
+}
+
+// lifeline has no Windows form: a job object would be the equivalent.
+type lifeline struct{}
+
+func startLifeline(pgid int) *lifeline { return nil }
+
+func (l *lifeline) release() {}
