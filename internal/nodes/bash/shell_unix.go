@@ -581,6 +581,13 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 	}
 	out.dropNoise()
 	if aborting && !ended {
+		// An interactive bash prints a newline when SIGINT sends it to
+		// its prompt (the line a terminal moves to after ^C); here it
+		// would only be an empty line at the end of the output.
+		if b := out.buf; int64(len(b)) == out.total && len(b) > 0 && b[len(b)-1] == '\n' && (len(b) == 1 || b[len(b)-2] == '\n') {
+			out.buf = b[:len(b)-1]
+			out.total--
+		}
 		switch reason {
 		case byTimeout:
 			oc.timedOut = timeout
