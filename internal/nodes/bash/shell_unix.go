@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/nerve-dev/nerve/internal/lifeline"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,9 @@ type shell struct {
 	wg      sync.WaitGroup
 	closeMu sync.Mutex
 	closed  bool
+	// life kills the shell's session and token holders if the daemon dies
+	// without closing the shell (SIGKILL): Pdeathsig reaches only bash.
+	life *lifeline.Lifeline
 
 	// ---- owned by the call in flight ----
 	scan scanner
@@ -196,6 +200,7 @@ func startShell(ctx context.Context, cfg shellConfig) (_ *shell, err error) {
 		return nil, fmt.Errorf("starting %s: %w", cfg.path, err)
 	}
 	s.cmd, s.pid = cmd, cmd.Process.Pid
+	s.life = lifeline.Start(lifeline.Target{Session: s.pid, Marker: s.token})
 	// The child has its copies; ours would keep the pipes open forever.
 	for _, f := range []*os.File{inR, ctlR, outW, errW} {
 		f.Close()
@@ -706,6 +711,7 @@ func (s *shell) close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.killAll()
+	s.life.Release()
 	var err error
 	select {
 	case <-s.exited:

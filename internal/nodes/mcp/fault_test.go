@@ -362,11 +362,7 @@ func runDaemonHelper() {
 	n.mu.RLock()
 	ll := n.conn.proc.lifeline
 	n.mu.RUnlock()
-	llPid := 0
-	if ll != nil {
-		llPid = ll.pid
-	}
-	fmt.Println("pids", serverPid(n), childPid(n), llPid)
+	fmt.Println("pids", serverPid(n), childPid(n), ll.Pid())
 	select {}
 }
 

@@ -21,10 +21,3 @@ func killGroup(pid int) {
 		p.Kill()
 	}
 }
-
-// lifeline has no Windows form: a job object would be the equivalent.
-type lifeline struct{}
-
-func startLifeline(pgid int) *lifeline { return nil }
-
-func (l *lifeline) release() {}

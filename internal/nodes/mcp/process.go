@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nerve-dev/nerve/internal/lifeline"
 	"io"
 	"io/fs"
 	"os"
@@ -39,7 +40,7 @@ type process struct {
 	state      func() *os.ProcessState // valid once exited is closed
 	stderrDone chan struct{}           // closed when stderr reaches EOF
 	signalled  atomic.Bool             // nerve sent the group a signal
-	lifeline   *lifeline               // nil if it could not be started
+	lifeline   *lifeline.Lifeline      // nil if it could not be started
 	closeOnce  sync.Once
 }
 
@@ -106,7 +107,7 @@ func startProcess(argv, env []string, dir string, stopGrace, termGrace time.Dura
 		stderrDone: make(chan struct{}),
 	}
 	p.state = func() *os.ProcessState { <-exited; return state }
-	p.lifeline = startLifeline(p.pid)
+	p.lifeline = lifeline.Start(lifeline.Target{Group: p.pid})
 	go func() {
 		defer close(p.stderrDone)
 		defer stderrR.Close()
@@ -236,7 +237,7 @@ func (p *process) shutdown() {
 		// Sweep the group: nothing of it may outlive the node. The leader
 		// is reaped; members that remain keep the group id from being reused.
 		killGroup(p.pid)
-		p.lifeline.release()
+		p.lifeline.Release()
 		// stderr may still hold the lines that explain an exit.
 		wait(p.stderrDone, 200*time.Millisecond)
 		p.stdout.Close()
@@ -291,4 +292,3 @@ func wait(ch <-chan struct{}, d time.Duration) bool {
 }
 
 var _ io.WriteCloser = stdinCloser{}
-

@@ -1,0 +1,98 @@
+package bash
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+const daemonHelperEnv = "NERVE_BASH_DAEMON_HELPER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(daemonHelperEnv) == "1" {
+		runDaemonHelper()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// runDaemonHelper plays a daemon: it starts a bash node whose command left
+// background jobs behind — one in the shell's session, one that left it
+// with setsid — prints their pids and waits to be killed.
+func runDaemonHelper() {
+	n, err := New(node.Spec{ID: "victim", Kind: Kind}, node.Env{})
+	if err == nil {
+		err = n.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	r, err := callErr(context.Background(), n.(*Node), "sleep 300 & echo $!; setsid sleep 301 & echo $!", 0)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	var pids []string
+	for _, w := range strings.Fields(r.text) {
+		if _, err := strconv.Atoi(w); err == nil {
+			pids = append(pids, w)
+		}
+	}
+	fmt.Println("pids", strings.Join(pids, " "))
+	select {}
+}
+
+// TestDaemonKilledLeavesNoOrphan SIGKILLs a process running a bash node
+// (as the daemon would be) and checks that the shell's background jobs die
+// with it, also one that left the shell's session.
+func TestDaemonKilledLeavesNoOrphan(t *testing.T) {
+	requireBash(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), daemonHelperEnv+"=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) < 3 || f[0] != "pids" {
+		t.Fatalf("helper said %q (%v)", line, err)
+	}
+	var pids []int
+	for _, s := range f[1:] {
+		if pid, err := strconv.Atoi(s); err == nil {
+			pids = append(pids, pid)
+		}
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	for _, pid := range pids {
+		if !testutil.ProcessAlive(pid) {
+			t.Fatalf("background job %d is not running before the kill", pid)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	for _, pid := range pids {
+		testutil.WaitFor(t, 5*time.Second, func() bool { return !testutil.ProcessAlive(pid) },
+			fmt.Sprintf("background job %d to die with the daemon", pid))
+	}
+}
