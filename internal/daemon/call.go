@@ -161,7 +161,11 @@ func (h *held) watchCall(id string, cs *callStream) {
 	defer h.callMu.Unlock()
 	if h.calls == nil {
 		h.calls = make(map[string]map[*callStream]struct{})
-		sub := h.s.Subscribe(256)
+		// Only the state changes a caller must hear of: the routine
+		// READY ⇄ BUSY of every call wakes no one.
+		sub := h.s.SubscribeFiltered(256, func(ev *session.Event) bool {
+			return ev.Kind == session.EventState && notableState(ev.To)
+		})
 		// The goroutine ends when the session closes (and closes sub.C).
 		go h.routeStates(sub)
 	}

@@ -43,6 +43,7 @@ type Event struct {
 type Subscription struct {
 	C       <-chan Event
 	c       chan Event
+	filter  func(*Event) bool // nil: every event
 	hub     *hub
 	dropped atomic.Uint64
 	once    sync.Once
@@ -67,12 +68,12 @@ type hub struct {
 
 func (h *hub) active() bool { return h.n.Load() > 0 }
 
-func (h *hub) add(buf int) *Subscription {
+func (h *hub) add(buf int, filter func(*Event) bool) *Subscription {
 	if buf <= 0 {
 		buf = 256
 	}
 	c := make(chan Event, buf)
-	s := &Subscription{C: c, c: c, hub: h}
+	s := &Subscription{C: c, c: c, hub: h, filter: filter}
 	h.mu.Lock()
 	if h.subs == nil {
 		h.subs = make(map[*Subscription]struct{})
@@ -114,6 +115,9 @@ func (h *hub) publish(ev Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
+		if s.filter != nil && !s.filter(&ev) {
+			continue
+		}
 		for {
 			select {
 			case s.c <- ev:

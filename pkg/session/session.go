@@ -96,7 +96,14 @@ func (s *Session) SetHooks(h node.Hooks) { s.hooks.set(h) }
 
 // Subscribe returns a subscription to the session's events with room for
 // buf events (0: a default).
-func (s *Session) Subscribe(buf int) *Subscription { return s.hub.add(buf) }
+func (s *Session) Subscribe(buf int) *Subscription { return s.hub.add(buf, nil) }
+
+// SubscribeFiltered is Subscribe for only the events filter keeps. The
+// filter runs on the publishing goroutine, so it must be quick and must not
+// block; an event it drops wakes no one.
+func (s *Session) SubscribeFiltered(buf int, filter func(*Event) bool) *Subscription {
+	return s.hub.add(buf, filter)
+}
 
 // Add builds a node from spec, adds it and starts it. A node whose start
 // fails stays in the session in ERROR (so its reason can be read and it can
