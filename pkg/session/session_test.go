@@ -466,3 +466,30 @@ func TestConcurrentCallsAndChanges(t *testing.T) {
 		t.Errorf("after concurrent calls: %+v; want READY, 0 in flight, 1600 calls", info)
 	}
 }
+
+func TestSubscribeFilteredSeesOnlyWhatItKeeps(t *testing.T) {
+	ctx := context.Background()
+	s := newSession(t, nil, nil)
+	sub := s.SubscribeFiltered(8, func(ev *session.Event) bool { return ev.Kind == session.EventNodeRemoved })
+	defer sub.Close()
+	add(t, s, "echo", identity.Kind)
+	for range 20 {
+		if _, err := s.Call(ctx, "echo", &node.CallRequest{Tool: "identity", Arguments: json.RawMessage(`{"text":"x"}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Remove(ctx, "echo"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-sub.C:
+		if ev.Kind != session.EventNodeRemoved || ev.Node != "echo" {
+			t.Errorf("first event = %s %s, want node_removed echo", ev.Kind, ev.Node)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no node_removed event")
+	}
+	if len(sub.C) != 0 || sub.Dropped() != 0 {
+		t.Errorf("filtered subscription holds %d more events (%d dropped); want none", len(sub.C), sub.Dropped())
+	}
+}
