@@ -13,6 +13,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/logging"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/internal/nodes/claude"
 	"github.com/nerve-dev/nerve/pkg/client"
 )
 
@@ -88,6 +89,8 @@ func runForeground(ctx context.Context, env *Env) error {
 		Logger:   log.Named("daemon"),
 		Version:  Version(),
 		Paths:    p,
+		// Config files of claude nodes whose daemon was killed.
+		Cleanups: []func(string) error{claude.CleanupStale},
 	}, func() {
 		fmt.Fprintf(env.Stderr, "nerve daemon %s listening on %s (pid %d)\n", Version(), p.Socket, os.Getpid())
 	})

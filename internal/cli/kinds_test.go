@@ -106,7 +106,8 @@ func newHeaderServer(t *testing.T) (*headerServer, *httptest.Server) {
 		h.mu.Unlock()
 		mux.ServeHTTP(w, r)
 	}))
-	t.Cleanup(hs.Close)
+	// A node may still hold a stream open: cut it rather than wait for it.
+	t.Cleanup(func() { hs.CloseClientConnections(); hs.Close() })
 	return h, hs
 }
 

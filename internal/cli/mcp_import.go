@@ -216,6 +216,9 @@ func importOne(ctx context.Context, s *client.Session, it *importItem, exists bo
 		switch {
 		case err != nil:
 			it.Status, it.Error = "failed", err.Error()
+		case sameSpec(d.Spec, it.spec) && d.Info.State == node.Error:
+			it.Status, it.Info = "failed", &d.Info
+			it.Error = fmt.Sprintf("node %q is already in the session, in ERROR: %s; fix it and `nerve node restart %s`", it.Node, firstLine(d.Info.Error), it.Node)
 		case sameSpec(d.Spec, it.spec):
 			it.Status, it.Info = "skipped", &d.Info
 		default:

@@ -57,6 +57,10 @@ type Options struct {
 	Socket string
 	// OnShutdown is called when a client asks the daemon to stop.
 	OnShutdown func()
+	// Cleanups remove what node kinds left behind when an earlier daemon
+	// was killed (claude.CleanupStale). Restore calls each once with
+	// Paths.Sessions, before it starts any node; Persist only.
+	Cleanups []func(sessionsDir string) error
 }
 
 // Daemon holds named sessions and serves them through Handler.
@@ -261,6 +265,11 @@ func (d *Daemon) Restore(ctx context.Context) error {
 	if !d.opts.Persist {
 		_, err := d.session(ctx, DefaultSession, true)
 		return err
+	}
+	for _, clean := range d.opts.Cleanups {
+		if err := clean(d.opts.Paths.Sessions); err != nil {
+			d.log.Warn("cleaning up after an earlier daemon", zap.Error(err))
+		}
 	}
 	entries, err := os.ReadDir(d.opts.Paths.Sessions)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
