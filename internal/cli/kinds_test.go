@@ -174,7 +174,7 @@ func TestNodeAddLLM(t *testing.T) {
 		{argv: []string{"node", "add", "identity", "echo"}, stdout: "READY"},
 		{argv: []string{"node", "add", "llm", "ag", "--base-url", s.URL, "--model", "m1", "--api-key", "${NERVE_TEST_KEY}",
 			"--tools", "echo, bash.*", "--system", "be brief", "--max-steps", "3", "--header", "X-Title: nerve",
-			"--temperature", "0.5", "--max-tokens", "64", "--stream=false", "--timeout", "20s", "--context-tokens", "5000"}, stdout: "llm ag is READY with 1 tool"},
+			"--temperature", "0.5", "--max-tokens", "64", "--stream=false", "--timeout", "20s", "--context-tokens", "5000", "--provider", "openai"}, stdout: "llm ag is READY with 1 tool"},
 		{argv: []string{"call", "@ag", "hello"}, stdout: "first answer"},
 		{argv: []string{"call", "@ag", "again"}, stdout: "second answer"},
 		{argv: []string{"node", "reset", "ag"}, stdout: "ag forgot its conversation"},
@@ -185,6 +185,7 @@ func TestNodeAddLLM(t *testing.T) {
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--max-steps", "many"}, code: ExitUsage, stderr: "--max-steps \"many\""},
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--stream=maybe"}, code: ExitUsage, stderr: "=true or =false"},
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--", "cmd"}, code: ExitUsage, stderr: "runs no command"},
+		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--provider", "anthropic"}, code: ExitUsage, stderr: `--provider "anthropic" is not supported`},
 	})
 	reqs := s.Requests()
 	if len(reqs) != 3 {
@@ -212,7 +213,7 @@ func TestNodeAddLLM(t *testing.T) {
 	o := options(t, nodeDetail(t, env, out, "ag"))
 	want := map[string]any{"base_url": s.URL, "model": "m1", "api_key": "${NERVE_TEST_KEY}", "tools": []any{"echo", "bash.*"},
 		"system": "be brief", "max_steps": 3.0, "headers": map[string]any{"X-Title": "nerve"}, "temperature": 0.5,
-		"max_tokens": 64.0, "stream": false, "timeout": "20s", "context_tokens": 5000.0}
+		"max_tokens": 64.0, "stream": false, "timeout": "20s", "provider": "openai", "context_tokens": 5000.0}
 	wj, _ := json.Marshal(want)
 	gj, _ := json.Marshal(o)
 	if string(wj) != string(gj) {

@@ -62,6 +62,7 @@ func nodeAddFlags() []*Flag {
 		{Name: "temperature", Value: "X", Usage: "sampling temperature", Kinds: onlyLLM},
 		{Name: "max-tokens", Value: "N", Usage: "bound on each answer's tokens", Kinds: onlyLLM},
 		{Name: "context-tokens", Value: "N", Usage: fmt.Sprintf("conversation budget in tokens (default %d)", llm.DefaultContextTokens), Kinds: onlyLLM},
+		{Name: "provider", Value: "openai", Values: []string{"openai"}, Usage: "API dialect (default openai: every OpenAI-compatible server)", Kinds: onlyLLM},
 		{Name: "stream", Usage: "stream answers (default); --stream=false for servers that stream badly", Kinds: onlyLLM},
 
 		{Name: "mcp-config", Value: "FILE", Usage: "MCP servers for Claude: a config file in any format nerve reads, or inline JSON", Kinds: onlyClaude},
@@ -390,11 +391,12 @@ func mcpSpec(inv *Invocation, spec *node.Spec) (mcpconf.Options, error) {
 // llmOptions returns the options of an llm node.
 func llmOptions(env *Env, inv *Invocation) (llm.Options, error) {
 	o := llm.Options{
-		BaseURL: inv.Flag("base-url"),
-		Model:   inv.Flag("model"),
-		APIKey:  inv.Flag("api-key"),
-		Tools:   llm.ParseTools(inv.Flag("tools")),
-		System:  inv.Flag("system"),
+		BaseURL:  inv.Flag("base-url"),
+		Model:    inv.Flag("model"),
+		APIKey:   inv.Flag("api-key"),
+		Tools:    llm.ParseTools(inv.Flag("tools")),
+		System:   inv.Flag("system"),
+		Provider: inv.Flag("provider"),
 	}
 	if len(inv.Rest) > 0 {
 		return o, usagef(inv, "an llm node runs no command (got %q): give --base-url and --model", strings.Join(inv.Rest, " "))
