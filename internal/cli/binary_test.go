@@ -4,6 +4,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 func TestBinaryKinds(t *testing.T) {
 	nerve := testutil.BuildBinary(t, "./cmd/nerve")
 	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	fakeClaude := testutil.BuildBinary(t, "./fixtures/fakeclaude")
 	// A short folder: a Unix socket path must stay under ~100 bytes.
 	home, err := os.MkdirTemp("", "nk")
 	if err != nil {
@@ -59,6 +61,9 @@ func TestBinaryKinds(t *testing.T) {
 	}
 	os.WriteFile(stale, []byte("{}"), 0o600)
 
+	record := filepath.Join(home, "record")
+	os.MkdirAll(record, 0o700)
+
 	conf := filepath.Join(home, "servers.json")
 	os.WriteFile(conf, []byte(`{"mcpServers": {"Good": {"command": "`+server+`"}, "bad": {"command": "/nonexistent/x"}}}`), 0o600)
 
@@ -78,6 +83,9 @@ func TestBinaryKinds(t *testing.T) {
 		{args: []string{"node", "add", "llm", "x", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--api-key", "sk-literal"}, code: ExitUsage, stderr: "--api-key is a literal key"},
 		{args: []string{"node", "add", "llm", "--help"}, stdout: "--api-key '${VAR}'"},
 		{args: []string{"mcp", "import", conf}, code: ExitFailed, stdout: `added good (server "Good")`, stderr: "bad failed"},
+		{args: []string{"node", "add", "claude", "cl", "--session-tools", "--env", "FAKECLAUDE_HOME=" + filepath.Join(home, "fc"),
+			"--env", "FAKECLAUDE_RECORD=" + record, "--", fakeClaude}, stdout: "claude cl is READY"},
+		{args: []string{"call", "@cl", "hi"}, stdout: "You said: hi"},
 		{args: []string{"__complete", "--", "node", "add", "mcp", "fs", "--transport", ""}, stdout: "http\nsse\nstdio\n"},
 	}
 	for _, st := range steps {
@@ -92,6 +100,25 @@ func TestBinaryKinds(t *testing.T) {
 		if !strings.Contains(errs, st.stderr) {
 			t.Errorf("nerve %s: stderr %q; want %q", name, errs, st.stderr)
 		}
+	}
+	// --session-tools gave Claude the session's MCP endpoint as server "nerve".
+	recs, _ := filepath.Glob(filepath.Join(record, "*.json"))
+	found := false
+	for _, f := range recs {
+		var rec struct {
+			MCPConfigs []struct {
+				MCPServers map[string]struct{ URL string } `json:"mcpServers"`
+			} `json:"mcp_configs"`
+		}
+		b, _ := os.ReadFile(f)
+		if json.Unmarshal(b, &rec) == nil {
+			for _, c := range rec.MCPConfigs {
+				found = found || strings.HasPrefix(c.MCPServers["nerve"].URL, "http://127.0.0.1:")
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no Claude process got the session's endpoint as MCP server \"nerve\" (records: %v)", recs)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the daemon left %s behind (stat: %v); claude.CleanupStale should remove it at start", stale, err)
