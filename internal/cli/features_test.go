@@ -120,6 +120,22 @@ func TestMCPImport(t *testing.T) {
 		t.Errorf("cwd %q; want %q", d2.Spec.Cwd, filepath.Join(dir, "sub"))
 	}
 
+	// A server written wrong is reported; the others are still imported.
+	writeConf(`{"mcpServers": {
+		"good": {"command": "BIN"},
+		"nocmd": {"args": ["x"]},
+		"badargs": {"command": "BIN", "args": "not-a-list"}
+	}}`)
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"mcp", "import", conf}, code: ExitFailed, stdout: "added good: READY", stderr: `not imported: ` + conf + `:3:`},
+	})
+	if !strings.Contains(errb.String(), `"nocmd" has "args" but no "command"`) || !strings.Contains(errb.String(), "badargs") || !strings.Contains(errb.String(), "2 of 3 servers") {
+		t.Errorf("stderr %q; want both bad servers named and counted", errb)
+	}
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"call", "@good", "echo", "text=still"}, stdout: "still"},
+	})
+
 	// The default file is ./.mcp.json; VS Code's format with an http server.
 	hs, srv := newHeaderServer(t)
 	t.Chdir(dir)

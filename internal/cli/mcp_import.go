@@ -78,14 +78,27 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 		return err
 	}
 	cfg, err := mcpconf.Load(abs)
-	if err != nil {
+	// Servers written wrong are reported and the others imported: one bad
+	// server does not stop the rest. A file that is not usable at all is.
+	var bad *mcpconf.ServerErrors
+	if err != nil && !errors.As(err, &bad) {
 		return &UsageError{Msg: fmt.Sprintf("%v\nnothing was imported: fix the file and run `nerve mcp import %s` again", err, file)}
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(env.Stderr, "nerve: warning: %s\n", w)
 	}
+	badCount := 0
+	if bad != nil {
+		badCount = len(bad.Errs)
+		for _, e := range bad.Errs {
+			fmt.Fprintf(env.Stderr, "nerve: not imported: %v\n", e)
+		}
+	}
 	if len(cfg.Servers) == 0 {
-		fmt.Fprintf(env.Stderr, "%s has no enabled servers: nothing to import\n", file)
+		fmt.Fprintf(env.Stderr, "%s has no usable servers: nothing to import\n", file)
+		if badCount > 0 {
+			return &UsageError{Msg: fmt.Sprintf("no server of %s could be read: fix them and run `nerve mcp import %s` again", file, file)}
+		}
 		return nil
 	}
 	items := planImport(cfg, filepath.Dir(abs))
@@ -148,9 +161,9 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 			}
 		}
 	}
-	if failed > 0 {
+	if failed += badCount; failed > 0 {
 		// Not wrapped: the failures were nodes' (exit 1), whatever their cause.
-		return fmt.Errorf("%d of %d servers of %s failed (see above); fix them and run `nerve mcp import %s` again: the others are skipped", failed, len(items), file, file)
+		return fmt.Errorf("%d of %d servers of %s failed (see above); fix them and run `nerve mcp import %s` again: the others are skipped", failed, len(items)+badCount, file, file)
 	}
 	return nil
 }

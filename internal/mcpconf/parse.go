@@ -61,7 +61,9 @@ func Load(path string) (*Config, error) {
 // comments and trailing commas, which VS Code allows, are accepted.
 //
 // Every error names the file, line and column; all servers are checked and
-// their errors joined, so one run shows every mistake.
+// their errors joined, so one run shows every mistake. When only some
+// servers are wrong the error is a *ServerErrors and the Config holds the
+// others.
 func Parse(path string, data []byte) (*Config, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a BOM from Windows editors
 	f := &file{path: path, data: stripJSONC(data), orig: data}
@@ -80,15 +82,27 @@ func Parse(path string, data []byte) (*Config, error) {
 	if !p.root(root, true) {
 		return nil, fmt.Errorf("%s: no servers found: expected a top-level \"mcpServers\" or \"servers\" object%s", path, p.hint)
 	}
-	if len(p.errs) > 0 {
-		return nil, errors.Join(p.errs...)
-	}
 	slices.SortStableFunc(p.warnings, func(a, b warning) int { return a.off - b.off })
 	for _, w := range p.warnings {
 		p.cfg.Warnings = append(p.cfg.Warnings, w.msg)
 	}
+	if len(p.errs) > 0 {
+		// The file is JSON with servers in it: the good ones are usable.
+		return p.cfg, &ServerErrors{Errs: p.errs}
+	}
 	return p.cfg, nil
 }
+
+// ServerErrors is Parse's error for a file that is valid JSON in a known
+// format but has servers that are not: the Config returned with it holds
+// the servers that are fine, so an importer can add those and report the
+// rest. Callers that want all or nothing just check the error.
+type ServerErrors struct {
+	Errs []error
+}
+
+func (e *ServerErrors) Error() string   { return errors.Join(e.Errs...).Error() }
+func (e *ServerErrors) Unwrap() []error { return e.Errs }
 
 type parser struct {
 	f    *file
