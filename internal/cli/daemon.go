@@ -28,9 +28,10 @@ manage it by hand. Its log is in the state folder (see ` + "`nerve daemon status
 			{
 				Name:    "start",
 				Summary: "start the daemon (detached unless --foreground)",
-				Usage:   "daemon start [--foreground]",
+				Usage:   "daemon start [--foreground] [--listen ADDR]",
 				Flags: []*Flag{
 					{Name: "foreground", Usage: "run in this process until SIGTERM or SIGINT (for systemd, launchd, debugging)"},
+					{Name: "listen", Value: "ADDR", Usage: "serve the session MCP endpoint at ADDR, a loopback address such as 127.0.0.1:8765 (default: a free port; also $NERVE_MCP_LISTEN)"},
 				},
 				Local: true,
 				Run:   runDaemonStart,
@@ -45,8 +46,13 @@ func runDaemonStart(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) > 0 {
 		return usagef(inv, "`nerve daemon start` takes no arguments")
 	}
+	listen := inv.Flag("listen")
 	if inv.Bool("foreground") {
-		return runForeground(ctx, env)
+		return runForeground(ctx, env, listen)
+	}
+	if listen != "" {
+		// The detached daemon inherits the environment.
+		os.Setenv(daemon.MCPListenEnv, listen)
 	}
 	c, started, err := env.connectDaemon(ctx, true)
 	if err != nil {
@@ -64,12 +70,15 @@ func runDaemonStart(ctx context.Context, env *Env, inv *Invocation) error {
 		fmt.Fprintf(env.Stdout, "daemon started (pid %d)\n", v.PID)
 	} else {
 		fmt.Fprintf(env.Stdout, "daemon already running (pid %d)\n", v.PID)
+		if listen != "" {
+			fmt.Fprintf(env.Stderr, "nerve: --listen applies when the daemon starts; run `nerve daemon stop` first to serve the MCP endpoint at %s\n", listen)
+		}
 	}
 	return nil
 }
 
 // runForeground is the daemon process.
-func runForeground(ctx context.Context, env *Env) error {
+func runForeground(ctx context.Context, env *Env, listen string) error {
 	p, err := env.paths()
 	if err != nil {
 		return err
@@ -90,7 +99,8 @@ func runForeground(ctx context.Context, env *Env) error {
 		Version:  Version(),
 		Paths:    p,
 		// Config files of claude nodes whose daemon was killed.
-		Cleanups: []func(string) error{claude.CleanupStale},
+		Cleanups:  []func(string) error{claude.CleanupStale},
+		MCPListen: listen,
 	}, func() {
 		fmt.Fprintf(env.Stderr, "nerve daemon %s listening on %s (pid %d)\n", Version(), p.Socket, os.Getpid())
 	})

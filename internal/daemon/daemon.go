@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,6 +62,10 @@ type Options struct {
 	// was killed (claude.CleanupStale). Restore calls each once with
 	// Paths.Sessions, before it starts any node; Persist only.
 	Cleanups []func(sessionsDir string) error
+	// MCPListen is the address of the session MCP endpoint (streamable
+	// HTTP), a loopback address; empty means $NERVE_MCP_LISTEN, else
+	// 127.0.0.1 on a free port.
+	MCPListen string
 }
 
 // Daemon holds named sessions and serves them through Handler.
@@ -71,6 +76,8 @@ type Daemon struct {
 	calls   *callLog
 	handler http.Handler
 	closing atomic.Bool
+	// mcp is the session MCP endpoint while it is served (Run starts it).
+	mcp atomic.Pointer[mcpserver.Endpoint]
 	// bg tracks node starts that outlive the request (restore).
 	bg       sync.WaitGroup
 	bgCtx    context.Context

@@ -1,11 +1,11 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -21,16 +21,9 @@ const MCPListenEnv = "NERVE_MCP_LISTEN"
 // mcpTokenFile is the endpoint's bearer token, 0600, in the state folder.
 const mcpTokenFile = "mcp-token"
 
-// mcpEndpoints holds the MCP endpoint of each running daemon (kept beside
-// Daemon so that its struct stays the daemon engineer's).
-var mcpEndpoints sync.Map // *Daemon → *mcpserver.Endpoint
-
 func (d *Daemon) mcpEndpoint() (*mcpserver.Endpoint, bool) {
-	ep, ok := mcpEndpoints.Load(d)
-	if !ok {
-		return nil, false
-	}
-	return ep.(*mcpserver.Endpoint), true
+	ep := d.mcp.Load()
+	return ep, ep != nil
 }
 
 // startMCP serves every session over streamable HTTP on 127.0.0.1 and
@@ -44,7 +37,7 @@ func (d *Daemon) startMCP() (stop func()) {
 	var ep *mcpserver.Endpoint
 	if err == nil {
 		ep, err = mcpserver.StartEndpoint(&mcpserver.EndpointOptions{
-			Listen: os.Getenv(MCPListenEnv),
+			Listen: cmp.Or(d.opts.MCPListen, os.Getenv(MCPListenEnv)),
 			HTTPOptions: mcpserver.HTTPOptions{
 				Token: tok,
 				Session: func(ctx context.Context, name string) (*session.Session, error) {
@@ -61,14 +54,14 @@ func (d *Daemon) startMCP() (stop func()) {
 		return func() {}
 	}
 	d.log.Info("MCP endpoint ready", zap.String("addr", ep.Addr()))
-	mcpEndpoints.Store(d, ep)
+	d.mcp.Store(ep)
 	d.opts.Registry.Register(claude.Kind, claude.NewFactory(claude.Config{
 		SessionEndpoint: func(name string) (claude.Endpoint, bool) {
 			return claude.Endpoint{URL: ep.URL(name), Token: ep.Token()}, true
 		},
 	}))
 	return func() {
-		mcpEndpoints.Delete(d)
+		d.mcp.Store(nil)
 		if err := ep.Close(context.Background()); err != nil {
 			d.log.Warn("closing the MCP endpoint", zap.Error(err))
 		}
