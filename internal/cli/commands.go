@@ -64,7 +64,7 @@ func runREPL(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) > 0 {
 		return usagef(inv, "unknown command %q (see `nerve --help`)", inv.Args[0])
 	}
-	return RunREPL(ctx, env)
+	return RunREPL(ctx, replEnv(env, inv))
 }
 
 func runHelp(ctx context.Context, env *Env, inv *Invocation) error {

@@ -62,6 +62,17 @@ func RunREPL(ctx context.Context, env *Env) error {
 	}
 	r.cmds = commandSpecs(Tree(), kinds)
 
+	// Requests from servers are asked at the prompt too: the REPL's stdin
+	// can end a pending Readline (repl_asks.go).
+	var stdin io.Reader = os.Stdin
+	if env.Stdin != nil {
+		stdin = env.Stdin
+	}
+	in := newWakeReader(stdin)
+	defer in.Close()
+	r.asks = newAsker(ctx, r)
+	r.asks.wake = in.Wake
+
 	if err := compactHistory(p.History, historyLimit); err != nil {
 		fmt.Fprintf(env.Stderr, "nerve: history: %v (continuing without it)\n", err)
 	}
@@ -74,7 +85,7 @@ func RunREPL(ctx context.Context, env *Env) error {
 		AutoComplete:           &completer{r: r},
 		InterruptPrompt:        "^C",
 		EOFPrompt:              "",
-		Stdin:                  readerOrNil(env.Stdin),
+		Stdin:                  in,
 		Stdout:                 env.Stdout,
 		Stderr:                 env.Stderr,
 	})
@@ -90,7 +101,7 @@ func RunREPL(ctx context.Context, env *Env) error {
 	wctx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(wctx) })
-	defer func() { stopWatch(); wg.Wait() }()
+	defer func() { stopWatch(); wg.Wait(); r.asks.close() }()
 
 	fmt.Fprintf(r.out, "%s — session %s. %s\n",
 		paint(r.style, r.style.Bold, "nerve"), r.session.Name(), paint(r.style, r.style.Dim, "Type :help for help, @NODE ? for a node's tools, Ctrl-D to leave."))
@@ -113,6 +124,7 @@ type repl struct {
 	cmds    []commander.CommandSpec
 	history *commander.History
 	outDir  string
+	asks    *asker
 
 	// mu guards busy: a call or command is running, so background notices
 	// are held back until the prompt is shown again.
@@ -128,14 +140,22 @@ func (r *repl) prompt() string {
 func (r *repl) loop(ctx context.Context) error {
 	lastInterrupt := false
 	var buf strings.Builder
+	typed := "" // the line being typed when a request from a server came
 	for {
 		r.flushNotices()
+		r.answerWaiting(ctx)
 		if buf.Len() > 0 {
 			r.rl.SetPrompt(strings.Repeat(" ", len(r.session.Name())) + paint(r.style, r.style.Dim, "…") + " ")
 		} else {
 			r.rl.SetPrompt(r.prompt())
 		}
-		line, err := r.rl.Readline()
+		r.asks.beginRead()
+		line, err := r.rl.ReadlineWithDefault(typed)
+		typed = ""
+		if r.asks.endRead(errors.Is(err, readline.ErrInterrupt)) {
+			typed = line
+			continue
+		}
 		switch {
 		case errors.Is(err, readline.ErrInterrupt):
 			if buf.Len() > 0 || strings.TrimSpace(line) != "" {
@@ -382,6 +402,7 @@ func (r *repl) watch(ctx context.Context) {
 		}
 		backoff = 100 * time.Millisecond
 		r.catalog.refresh(ctx)
+		r.asks.sync(ctx)
 		for {
 			ev, err := w.Next(ctx)
 			if err != nil {
@@ -395,6 +416,9 @@ func (r *repl) watch(ctx context.Context) {
 				}
 			case "tools", "node_added", "node_removed":
 				r.catalog.invalidate()
+			}
+			if ev.Kind == "node_added" || ev.Kind == "node_removed" || ev.Kind == "state" && ev.To == "READY" {
+				r.asks.sync(ctx)
 			}
 		}
 		w.Close()

@@ -45,8 +45,19 @@ func (r *repl) call(ctx context.Context, ln *commander.Line) {
 	defer stopSigs()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	r.asks.beginCall()
+	defer r.asks.endCall()
 	for {
 		select {
+		case <-r.asks.ready:
+			// A server asks the person, most likely because of this call.
+			st.pause(true)
+			r.answerWaiting(ctx)
+			st.pause(false)
+			// Ctrl-C while answering declined the request, not the call.
+			for len(sigs) > 0 {
+				<-sigs
+			}
 		case o := <-done:
 			st.clear()
 			r.show(ln, o.res, o.err, time.Since(st.start), st.streamedText())
@@ -148,6 +159,7 @@ type status struct {
 	midLine  bool // streamed text ended without a newline
 	streamed strings.Builder
 	frame    int
+	paused   bool // a request from a server is being answered
 }
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -204,9 +216,20 @@ func (s *status) draw() {
 	s.drawLocked()
 }
 
+// pause stops drawing the status line while the person answers a request.
+func (s *status) pause(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if on {
+		s.clearLocked()
+		s.endTextLocked()
+	}
+	s.paused = on
+}
+
 func (s *status) drawLocked() {
 	elapsed := time.Since(s.start)
-	if elapsed < spinnerDelay || s.midLine {
+	if elapsed < spinnerDelay || s.midLine || s.paused {
 		return
 	}
 	s.frame++

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/session"
 )
 
 // mcpRoutes adds the routes `nerve mcp serve` and `nerve mcp url` use: the
@@ -31,6 +33,7 @@ func (d *Daemon) mcpRoutes(mux *http.ServeMux) {
 		{"POST /v1/sessions/{session}/nodes/{node}/mcp", d.handleMCPRequest},
 		{"GET /v1/sessions/{session}/nodes/{node}/mcp/attach", d.handleMCPAttach},
 		{"POST /v1/sessions/{session}/nodes/{node}/mcp/attach/{id}", d.handleMCPAnswer},
+		{"POST /v1/sessions/{session}/nodes/{node}/sample", d.handleSample}, // sample_routes.go
 	} {
 		mux.HandleFunc(r.pattern, r.handler)
 	}
@@ -165,6 +168,9 @@ type streamAttachment struct {
 	w   http.ResponseWriter
 	enc *json.Encoder
 	ctx context.Context // the stream's
+	// commander marks a REPL's stream: it is offered requests first and
+	// may pass them on (api.AttachPass).
+	commander bool
 }
 
 func (a *streamAttachment) send(line api.AttachLine) error {
@@ -176,6 +182,13 @@ func (a *streamAttachment) send(line api.AttachLine) error {
 	flush(a.w)
 	return nil
 }
+
+// errPassed is a commander passing an offered request on; errGone is a
+// client that went away before answering.
+var (
+	errPassed = errors.New("passed on")
+	errGone   = errors.New("the MCP client went away before answering")
+)
 
 // ask sends a request and waits for its answer, ctx or the stream's end.
 func (a *streamAttachment) ask(ctx context.Context, kind string, params, result any) error {
@@ -190,39 +203,130 @@ func (a *streamAttachment) ask(ctx context.Context, kind string, params, result 
 		return err
 	}
 	if err := a.send(api.AttachLine{Kind: kind, ID: id, Params: data}); err != nil {
-		return fmt.Errorf("the MCP client went away: %w", err)
+		return fmt.Errorf("%w: %v", errGone, err)
 	}
 	select {
 	case ans := <-ch:
-		if ans.Error != "" {
-			return errors.New(ans.Error)
+		switch ans.Error {
+		case "":
+			return json.Unmarshal(ans.Result, result)
+		case api.AttachPass:
+			return errPassed
 		}
-		return json.Unmarshal(ans.Result, result)
+		return errors.New(ans.Error)
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-a.ctx.Done():
-		return errors.New("the MCP client went away before answering")
+		return errGone
 	}
 }
 
-func (a *streamAttachment) Sample(ctx context.Context, _ string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+// attachKey names one node of one session.
+type attachKey struct {
+	s    *session.Session
+	node string
+}
+
+// attachMu guards attachGroups and every group's members.
+var (
+	attachMu     sync.Mutex
+	attachGroups = map[attachKey]*attachGroup{}
+)
+
+// attachGroup is every attach stream of one node, attached to the session
+// as one: it decides who answers each request.
+//
+// A request from an MCP server does not say which call it arose from, so
+// the group asks in this order: each commander (a REPL), latest first, is
+// offered it and takes it if its person has a call in flight — the server
+// most likely asks because of that call, or of an agent that call drives;
+// then the latest plain stream (`nerve mcp serve --node`), whose MCP client
+// made the call otherwise; then, when no plain stream exists, the latest
+// commander must answer even when idle. Nobody attached: declined.
+type attachGroup struct {
+	members []*streamAttachment // in attach order; guarded by attachMu
+	detach  func()
+}
+
+// joinAttachGroup adds a to node id's group, attaching the group to the
+// session's hooks when it is the first; leave undoes it.
+func joinAttachGroup(b *mcpserver.SessionBackend, s *session.Session, id string, a *streamAttachment) (leave func()) {
+	key := attachKey{s, id}
+	attachMu.Lock()
+	g := attachGroups[key]
+	if g == nil {
+		g = &attachGroup{}
+		attachGroups[key] = g
+		g.detach = b.AttachNow(id, g)
+	}
+	g.members = append(g.members, a)
+	attachMu.Unlock()
+	return func() {
+		attachMu.Lock()
+		defer attachMu.Unlock()
+		if i := slices.Index(g.members, a); i >= 0 {
+			g.members = slices.Delete(g.members, i, i+1)
+		}
+		if len(g.members) == 0 && attachGroups[key] == g {
+			delete(attachGroups, key)
+			g.detach()
+		}
+	}
+}
+
+// route asks for a request in the order the type's comment gives.
+func (g *attachGroup) route(ctx context.Context, kind, offer string, params, result any) error {
+	attachMu.Lock()
+	var commanders, plain []*streamAttachment
+	for _, m := range slices.Backward(g.members) {
+		if m.commander {
+			commanders = append(commanders, m)
+		} else {
+			plain = append(plain, m)
+		}
+	}
+	attachMu.Unlock()
+	for _, c := range commanders {
+		err := c.ask(ctx, offer, params, result)
+		if !errors.Is(err, errPassed) && !errors.Is(err, errGone) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	for _, list := range [][]*streamAttachment{plain, commanders} {
+		if len(list) > 0 {
+			return list[0].ask(ctx, kind, params, result)
+		}
+	}
+	return session.ErrNoOneToAsk
+}
+
+func (g *attachGroup) Sample(ctx context.Context, _ string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	var res mcp.CreateMessageResult
-	if err := a.ask(ctx, api.AttachSample, req, &res); err != nil {
+	if err := g.route(ctx, api.AttachSample, api.AttachOfferSample, req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-func (a *streamAttachment) Elicit(ctx context.Context, _ string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+func (g *attachGroup) Elicit(ctx context.Context, _ string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	var res mcp.ElicitResult
-	if err := a.ask(ctx, api.AttachElicit, req, &res); err != nil {
+	if err := g.route(ctx, api.AttachElicit, api.AttachOfferElicit, req, &res); err != nil {
 		return nil, err
 	}
 	return &res, nil
 }
 
-func (a *streamAttachment) ResourceUpdated(uri string) {
-	_ = a.send(api.AttachLine{Kind: api.AttachResourceUpdated, URI: uri})
+// ResourceUpdated tells every stream: each may have subscribed.
+func (g *attachGroup) ResourceUpdated(uri string) {
+	attachMu.Lock()
+	members := slices.Clone(g.members)
+	attachMu.Unlock()
+	for _, m := range members {
+		_ = m.send(api.AttachLine{Kind: api.AttachResourceUpdated, URI: uri})
+	}
 }
 
 func (d *Daemon) handleMCPAttach(w http.ResponseWriter, r *http.Request) {
@@ -239,9 +343,10 @@ func (d *Daemon) handleMCPAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
-	a := &streamAttachment{w: w, enc: json.NewEncoder(w), ctx: r.Context()}
-	detach := b.AttachNow(id, a)
-	defer detach()
+	a := &streamAttachment{w: w, enc: json.NewEncoder(w), ctx: r.Context(),
+		commander: r.URL.Query().Get("as") == api.AttachAsCommander}
+	leave := joinAttachGroup(b, s, id, a)
+	defer leave()
 	_ = a.send(api.AttachLine{Kind: api.AttachReady})
 	<-r.Context().Done()
 }

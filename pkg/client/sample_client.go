@@ -1,0 +1,56 @@
+package client
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/api"
+)
+
+// AttachCommander is Attach for a person at a Commander: the daemon offers
+// node id's requests to it first (api.AttachOfferSample,
+// api.AttachOfferElicit), and it may pass one on by answering with the
+// error api.AttachPass. Requests it must answer come as plain
+// api.AttachSample and api.AttachElicit lines.
+func (s *Session) AttachCommander(ctx context.Context, id string) (*Attachment, error) {
+	return s.attach(ctx, id, "?as="+url.QueryEscape(api.AttachAsCommander))
+}
+
+func (s *Session) attach(ctx context.Context, id, query string) (*Attachment, error) {
+	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	resp, err := s.c.send(actx, http.MethodGet, s.nodePath(id)+"/mcp/attach"+query, nil)
+	if err != nil {
+		stop()
+		cancel()
+		return nil, err
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	a := &Attachment{s: s, node: id, cancel: cancel, body: resp.Body, lines: sc}
+	first, err := a.Next()
+	stop()
+	if err != nil || first.Kind != api.AttachReady {
+		a.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: attach stream began with %q", ErrProtocol, first.Kind)
+		}
+		return nil, err
+	}
+	return a, nil
+}
+
+// Sample has node id (an llm node) answer a sampling request an MCP server
+// made. A node that cannot sample answers ErrBadRequest.
+func (s *Session) Sample(ctx context.Context, id string, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	var res mcp.CreateMessageResult
+	if err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/sample", params, &res); err != nil {
+		return nil, err
+	}
+	return &res, nil
+}
