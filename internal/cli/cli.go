@@ -34,6 +34,9 @@ type Env struct {
 	Session string
 	// JSON asks for JSON answers.
 	JSON bool
+	// Color asks for coloured tables; nil decides by the terminal and
+	// NO_COLOR (the REPL sets it, its writers are not the terminal's).
+	Color *bool
 	// Embedded runs an in-process daemon instead of using the socket.
 	Embedded bool
 	// Client, if set, is used as is; otherwise Connect makes one (starting

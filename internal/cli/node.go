@@ -73,16 +73,38 @@ func runNodeLs(ctx context.Context, env *Env, inv *Invocation) error {
 		fmt.Fprintf(env.Stderr, "session %q has no nodes; add one with `nerve node add KIND NAME`\n", s.Name())
 		return nil
 	}
+	color := colorWanted(env)
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tKIND\tSTATE\tTOOLS\tCALLS\tDETAIL")
+	fmt.Fprintf(tw, "NODE\tKIND\t%s\tTOOLS\tCALLS\tRUNNING\tDETAIL\n", stateCell("STATE", "", color))
 	for _, i := range infos {
 		detail := i.Summary
 		if i.Error != "" {
-			detail = firstLine(i.Error)
+			detail = "error: " + firstLine(i.Error)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.ID, i.Kind, i.State, i.Tools, i.Calls, detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", i.ID, i.Kind, stateCell(i.State.String(), i.State.String(), color), i.Tools, i.Calls, i.InFlight, detail)
 	}
 	return tw.Flush()
+}
+
+// stateColors colour a state by what it asks of the person: green is
+// usable, yellow is on the way, red needs them.
+var stateColors = map[string]string{
+	"READY": "\x1b[32m", "BUSY": "\x1b[36m", "STARTING": "\x1b[33m", "STOPPING": "\x1b[33m",
+	"CREATED": "\x1b[37m", "STOPPED": "\x1b[37m", "ERROR": "\x1b[31m",
+}
+
+// stateCell is a table cell holding text in the colour of state. Every
+// cell of the column, the header too, carries sequences of the same length
+// so tabwriter, which counts them as text, still aligns the column.
+func stateCell(text, state string, color bool) string {
+	if !color {
+		return text
+	}
+	seq, ok := stateColors[state]
+	if !ok {
+		seq = "\x1b[39m" // the default colour, as long as the others
+	}
+	return seq + text + "\x1b[0m"
 }
 
 func firstLine(s string) string {
