@@ -100,8 +100,8 @@ func TestRenderFieldShowsChoicesAndDefault(t *testing.T) {
 		want  []string
 	}{
 		{"name", []string{"(1/9) name — String · required · text", "Your full, legal name"}},
-		{"titledSingleSelectEnum", []string{"optional · a number or a value", "1) Superman (hero-1)  2) Green Lantern (hero-2)", "Enter keeps the default: hero-1"}},
-		{"titledMultipleSelectEnum", []string{"1 to 2 of the numbers", "3) Trout (fish-3)", "default: fish-1"}},
+		{"titledSingleSelectEnum", []string{"optional · a number or a value", "1) Superman (hero-1)  2) Green Lantern (hero-2)", "Enter keeps the default: Superman (hero-1)"}},
+		{"titledMultipleSelectEnum", []string{"1 to 2 of the numbers", "3) Trout (fish-3)", "default: Tuna (fish-1)"}},
 		{"integer", []string{"a whole number from 1 to 100", "default: 42"}},
 		{"check", []string{"y or n", "Enter leaves it out"}},
 	}

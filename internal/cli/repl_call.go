@@ -159,7 +159,8 @@ type status struct {
 	midLine  bool // streamed text ended without a newline
 	streamed strings.Builder
 	frame    int
-	paused   bool // a request from a server is being answered
+	paused   bool     // a request from a server is being answered
+	held     []string // log and step lines held back meanwhile
 }
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -177,17 +178,25 @@ func (s *status) event(l api.CallLine) {
 		s.streamed.WriteString(l.Text)
 		s.midLine = !strings.HasSuffix(l.Text, "\n")
 	case node.EventLog:
-		s.clearLocked()
-		s.endTextLocked()
 		data := strings.TrimSpace(string(l.Data))
-		fmt.Fprintln(s.r.errOut, paint(s.r.style, s.r.style.Dim, fmt.Sprintf("[%s] %s", l.Level, data)))
+		s.sideLineLocked(fmt.Sprintf("[%s] %s", l.Level, data))
 	case node.EventStep:
-		s.clearLocked()
-		s.endTextLocked()
 		if line := stepLine(l); line != "" {
-			fmt.Fprintln(s.r.errOut, paint(s.r.style, s.r.style.Dim, line))
+			s.sideLineLocked(line)
 		}
 	}
+}
+
+// sideLineLocked prints a log or step line, or holds it back while the
+// person answers a request (it would land in the middle of their answer).
+func (s *status) sideLineLocked(line string) {
+	if s.paused {
+		s.held = append(s.held, line)
+		return
+	}
+	s.clearLocked()
+	s.endTextLocked()
+	fmt.Fprintln(s.r.errOut, paint(s.r.style, s.r.style.Dim, line))
 }
 
 // stepLine is one line for a structured step of an agent (tool use, tool
@@ -225,6 +234,13 @@ func (s *status) pause(on bool) {
 		s.endTextLocked()
 	}
 	s.paused = on
+	if !on {
+		held := s.held
+		s.held = nil
+		for _, line := range held {
+			s.sideLineLocked(line)
+		}
+	}
 }
 
 func (s *status) drawLocked() {

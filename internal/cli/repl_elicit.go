@@ -267,11 +267,28 @@ func renderField(st *commander.Style, f *formField, n, of int) string {
 		fmt.Fprintf(&b, "        %s\n", strings.Join(cs, "  "))
 	}
 	if f.Default != nil {
-		fmt.Fprintf(&b, "        %s\n", paint(st, st.Dim, "Enter keeps the default: "+formatValue(f.Default)))
+		fmt.Fprintf(&b, "        %s\n", paint(st, st.Dim, "Enter keeps the default: "+f.shown(f.Default)))
 	} else if !f.Required {
 		fmt.Fprintf(&b, "        %s\n", paint(st, st.Dim, "Enter leaves it out"))
 	}
 	return b.String()
+}
+
+// shown is v as the person sees it: with its title when it is a choice.
+func (f *formField) shown(v any) string {
+	if list, ok := v.([]any); ok {
+		var parts []string
+		for _, e := range list {
+			parts = append(parts, f.shown(e))
+		}
+		return strings.Join(parts, ", ")
+	}
+	for _, c := range f.Choices {
+		if c.Value == fmt.Sprint(v) && c.Title != "" && c.Title != c.Value {
+			return c.Title + " (" + c.Value + ")"
+		}
+	}
+	return formatValue(v)
 }
 
 // errSkip is an empty answer to an optional field without a default.
@@ -427,7 +444,7 @@ func renderAnswers(st *commander.Style, node string, fields []*formField, values
 		v, ok := values[f.Name]
 		shown := paint(st, st.Dim, "(left out)")
 		if ok {
-			shown = formatValue(v)
+			shown = f.shown(v)
 		}
 		fmt.Fprintf(&b, "  %2d) %-*s  %s\n", i+1, w, f.Name, shown)
 	}
