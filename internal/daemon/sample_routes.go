@@ -36,7 +36,7 @@ func (d *Daemon) handleSample(w http.ResponseWriter, r *http.Request) {
 	}
 	sm, ok := n.(sampler)
 	if !ok {
-		writeErr(w, badRequest(fmt.Errorf("node %q is a %s node, which cannot answer sampling requests; name an llm node (`nerve node ls` lists them) with --sampling-node or $NERVE_SAMPLING_NODE", id, n.Kind())))
+		writeErr(w, badRequest(fmt.Errorf("node %q (kind %s) cannot answer sampling requests; name an llm node (`nerve node ls` lists them) with --sampling-node or $NERVE_SAMPLING_NODE", id, n.Kind())))
 		return
 	}
 	res, err := sm.Sample(r.Context(), &p)
