@@ -334,6 +334,7 @@ func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
 	sub := *r.env
 	sub.Stdout, sub.Stderr, sub.Stdin = r.out, r.errOut, nil
 	sub.Client = r.client
+	sub.Color = &r.color
 	sub.Session = r.session.Name()
 	if err := Exec(ctx, &sub, argv); err != nil {
 		if errors.Is(err, errToolFailed) {
@@ -444,6 +445,9 @@ func stateNotice(st *commander.Style, node, from, to, reason string) string {
 // colorWanted reports whether to colour output: not with NO_COLOR, not when
 // stdout is not a terminal.
 func colorWanted(env *Env) bool {
+	if env.Color != nil {
+		return *env.Color
+	}
 	if _, ok := os.LookupEnv("NO_COLOR"); ok || env.getenv("NO_COLOR") != "" {
 		return false
 	}
@@ -454,15 +458,6 @@ func colorWanted(env *Env) bool {
 	return ok && readline.IsTerminal(int(f.Fd()))
 }
 
-func readerOrNil(r io.Reader) io.ReadCloser {
-	if r == nil {
-		return nil
-	}
-	if rc, ok := r.(io.ReadCloser); ok {
-		return rc
-	}
-	return io.NopCloser(r)
-}
 
 // interrupts delivers Ctrl-C (SIGINT) while a call runs: the terminal is
 // out of raw mode then, so Ctrl-C arrives as a signal, not a key.
