@@ -458,7 +458,6 @@ func colorWanted(env *Env) bool {
 	return ok && readline.IsTerminal(int(f.Fd()))
 }
 
-
 // interrupts delivers Ctrl-C (SIGINT) while a call runs: the terminal is
 // out of raw mode then, so Ctrl-C arrives as a signal, not a key.
 func interrupts() (<-chan os.Signal, func()) {
