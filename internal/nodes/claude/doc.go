@@ -11,6 +11,10 @@
 // written 0600 in a private folder and removed on stop (CleanupStale removes
 // what a killed daemon left).
 //
-// It is a node kind (layer 2): it imports pkg/node and internal/mcpconf, and
-// only internal/nodes/all and the daemon import it.
+// Claude runs through internal/childproc: in its own process group, so a
+// stop ends the MCP servers it started too, and tied to the daemon's life
+// (Pdeathsig and a lifeline), so a killed daemon leaves none of them behind.
+//
+// It is a node kind (layer 2): it imports pkg/node, internal/mcpconf and
+// internal/childproc, and only internal/nodes/all and the daemon import it.
 package claude

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -255,7 +256,7 @@ func (n *Node) spawn(ctx context.Context, l launch) error {
 	if err != nil {
 		return err
 	}
-	p, err := startProc(argv, env, cwd)
+	p, err := startProc(argv, env, cwd, n.stopGrace)
 	if err != nil {
 		if errors.Is(err, errNotInstalled) {
 			return fmt.Errorf("%w (%v): install it with `npm install -g @anthropic-ai/claude-code`, or give its path after -- (e.g. -- /opt/claude/bin/claude)", errNotInstalled, strings.TrimPrefix(err.Error(), errNotInstalled.Error()+": "))
@@ -275,11 +276,11 @@ func (n *Node) spawn(ctx context.Context, l launch) error {
 			// It exited, or its stdin is closed because it is exiting.
 			waitFor(p.exited, n.stopGrace)
 		}
-		p.stop(n.stopGrace)
+		p.stop()
 		if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 			return n.exitError(p, l, "during start")
 		}
-		return fmt.Errorf("claude did not answer within %v of starting (%w)%s", startTimeout, err, tail(p.stderr.Lines(), 10))
+		return fmt.Errorf("claude did not answer within %v of starting (%w)%s", startTimeout, err, p.cp.StderrTail(10))
 	}
 	var init struct {
 		Account json.RawMessage `json:"account"`
@@ -300,7 +301,7 @@ func (n *Node) spawn(ctx context.Context, l launch) error {
 func (n *Node) exitError(p *proc, l launch, when string) error {
 	lines := p.stderr.Lines()
 	all := strings.Join(lines, "\n")
-	t := tail(lines, 10)
+	t := childproc.Tail(lines, 10)
 	switch {
 	case strings.Contains(all, "is already in use"):
 		return fmt.Errorf("%w: claude refused --session-id %s%s", errInUse, l.sessionID, t)
@@ -342,7 +343,7 @@ func (n *Node) fail(p *proc, reason string) {
 		n.Machine.To(node.Error, reason)
 		n.log().Warn("claude node failed", zap.String("reason", reason))
 	}
-	p.stop(n.stopGrace)
+	p.stop()
 }
 
 func (n *Node) childEnv() ([]string, error) {
@@ -381,7 +382,7 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.proc = nil
 	n.mu.Unlock()
 	if p != nil {
-		p.stop(n.stopGrace)
+		p.stop()
 	}
 	n.removeConfig()
 	return n.Machine.To(node.Stopped, "")
@@ -544,7 +545,7 @@ func (n *Node) restartStuck(ctx context.Context, p *proc, t *turn, why string) (
 	id := n.state.SessionID
 	cfg := n.cfgPath
 	n.mu.Unlock()
-	p.stop(n.stopGrace)
+	p.stop()
 	if !current {
 		return nil, fmt.Errorf("claude node %q was stopped during the call", n.ID())
 	}

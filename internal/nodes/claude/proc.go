@@ -9,28 +9,28 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/childproc"
 )
 
 // maxLine bounds one stream-json line; a longer one ends the process (a
 // tool result of this size is not a conversation any more).
 const maxLine = 64 << 20
 
-// proc is one Claude Code process in stream-json mode: a child in its own
-// process group whose stdout lines are events, control responses and
-// control requests.
+// stderrLines is how many lines of Claude's stderr a node keeps.
+const stderrLines = 50
+
+// proc is one Claude Code process in stream-json mode: a child (see
+// childproc: its own process group, tied to the daemon's life) whose stdout
+// lines are events, control responses and control requests.
 type proc struct {
-	cmd    *exec.Cmd
+	cp     *childproc.Proc
 	pid    int
-	stdin  *os.File
-	stderr *ring
+	stderr *childproc.Ring
 
 	// wmu serialises writes to stdin, one JSON line at a time.
 	wmu sync.Mutex
@@ -42,9 +42,8 @@ type proc struct {
 	nextReq int
 	pending map[string]chan ctrlResult
 
-	exited   chan struct{} // closed once the child is reaped and stdout drained
-	exitErr  error         // how it ended; set before exited closes
-	stopOnce sync.Once
+	exited  chan struct{} // closed once the child is reaped and stdout drained
+	readErr error         // why reading stdout failed, if it did; set before exited closes
 }
 
 type ctrlResult struct {
@@ -52,75 +51,37 @@ type ctrlResult struct {
 	err  error
 }
 
-// startProc starts argv with env in dir. It returns once the child runs;
-// the handshake is the caller's.
-func startProc(argv, env []string, dir string) (*proc, error) {
+// startProc starts argv with env in dir; stop waits grace at each of its
+// steps. It returns once the child runs; the handshake is the caller's.
+func startProc(argv, env []string, dir string, grace time.Duration) (*proc, error) {
 	if err := platformSupported(); err != nil {
 		return nil, err
 	}
-	path, err := lookPath(argv[0], env)
+	cp, err := childproc.Start(argv, env, dir, &childproc.Options{StderrLines: stderrLines, StopGrace: grace, TermGrace: grace})
 	if err != nil {
-		return nil, err
-	}
-	if dir != "" {
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return nil, fmt.Errorf("working folder %q does not exist or is not a folder: fix the node's cwd", dir)
-		}
-	}
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr()}
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW)
-		return nil, err
-	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		closeAll(stdinR, stdinW, stdoutR, stdoutW)
-		return nil, err
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
-	err = cmd.Start()
-	closeAll(stdinR, stdoutW, stderrW) // the child holds its own copies
-	if err != nil {
-		closeAll(stdinW, stdoutR, stderrR)
-		return nil, startError(argv[0], path, err)
+		return nil, startError(err)
 	}
 	p := &proc{
-		cmd:     cmd,
-		pid:     cmd.Process.Pid,
-		stdin:   stdinW,
-		stderr:  newRing(stderrLines),
+		cp:      cp,
+		pid:     cp.Pid(),
+		stderr:  cp.Stderr(),
 		events:  newQueue(),
 		pending: map[string]chan ctrlResult{},
 		exited:  make(chan struct{}),
 	}
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		defer stderrR.Close()
-		p.stderr.readLines(stderrR)
-	}()
 	readDone := make(chan error, 1)
 	go func() {
-		defer stdoutR.Close()
-		readDone <- p.read(stdoutR)
+		defer cp.Stdout.Close()
+		readDone <- p.read(cp.Stdout)
 	}()
 	go func() {
-		werr := cmd.Wait()
-		rerr := <-readDone
+		<-cp.Exited()
+		p.readErr = <-readDone
 		// A grandchild may hold stderr open; do not wait for it forever.
 		select {
-		case <-stderrDone:
+		case <-cp.StderrDone():
 		case <-time.After(time.Second):
 		}
-		if rerr != nil {
-			werr = rerr
-		}
-		p.exitErr = werr
 		p.ctrlMu.Lock()
 		for id, ch := range p.pending {
 			ch <- ctrlResult{err: errExited}
@@ -136,12 +97,6 @@ var (
 	errExited  = errors.New("claude exited")
 	errRefused = errors.New("claude refused the request")
 )
-
-func closeAll(fs ...*os.File) {
-	for _, f := range fs {
-		f.Close()
-	}
-}
 
 // read dispatches stdout lines until EOF: control responses to their
 // waiters, control requests answered at once, everything else queued.
@@ -187,7 +142,7 @@ func (p *proc) dispatch(line []byte) {
 	if json.Unmarshal(line, &env) != nil || env.Type == "" {
 		// Not a protocol line (a wrapper script talking): keep it for
 		// error messages, next to stderr.
-		p.stderr.add("stdout: " + truncate(string(line), maxStderrLine))
+		p.stderr.Add("stdout: " + truncate(string(line), childproc.MaxStderrLine))
 		return
 	}
 	switch env.Type {
@@ -243,7 +198,7 @@ func (p *proc) write(v any) error {
 	b = append(b, '\n')
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	if _, err := p.stdin.Write(b); err != nil {
+	if _, err := p.cp.Stdin.Write(b); err != nil {
 		return fmt.Errorf("writing to claude: %w", err)
 	}
 	return nil
@@ -282,29 +237,21 @@ func (p *proc) control(ctx context.Context, request map[string]any) (json.RawMes
 }
 
 // stop ends the child in bounded steps — close stdin (Claude exits on EOF),
-// wait, SIGTERM, wait, SIGKILL — signalling the whole process group. It is
-// safe to call many times and concurrently; every call returns once the
-// child is gone.
-func (p *proc) stop(grace time.Duration) {
-	p.stopOnce.Do(func() {
-		p.wmu.Lock()
-		p.stdin.Close()
-		p.wmu.Unlock()
-		if !waitFor(p.exited, grace) {
-			p.signal(syscall.SIGTERM)
-			if !waitFor(p.exited, grace) {
-				p.signal(syscall.SIGKILL)
-			}
-		}
-		<-p.exited
-		// Whatever of the group is left (MCP servers Claude started).
-		p.signal(syscall.SIGKILL)
-	})
+// wait, SIGTERM, wait, SIGKILL — signalling the whole process group, Claude
+// and the MCP servers it started. It is safe to call many times and
+// concurrently; every call returns once the child is gone and its stdout
+// drained.
+func (p *proc) stop() {
+	// Not in the middle of a line.
+	p.wmu.Lock()
+	p.cp.Stdin.Close()
+	p.wmu.Unlock()
+	p.cp.Stop(context.Background())
 	<-p.exited
 }
 
 // kill ends the group at once (a runaway child); stop still reaps it.
-func (p *proc) kill() { p.signal(syscall.SIGKILL) }
+func (p *proc) kill() { p.cp.Kill() }
 
 func waitFor(ch <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
@@ -319,17 +266,17 @@ func waitFor(ch <-chan struct{}, d time.Duration) bool {
 
 // exitText describes how the child ended, for people.
 func (p *proc) exitText() string {
-	var ee *exec.ExitError
-	if errors.As(p.exitErr, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return "killed by " + ws.Signal().String()
-		}
-		return fmt.Sprintf("exit status %d", ee.ExitCode())
+	if p.readErr != nil {
+		return p.readErr.Error()
 	}
-	if p.exitErr != nil {
-		return p.exitErr.Error()
+	st := p.cp.ExitState()
+	if st == nil {
+		return "exited"
 	}
-	return "exit status 0"
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit status %d", st.ExitCode())
 }
 
 // queue is an unbounded FIFO of event lines with a wake-up channel, so the
@@ -361,51 +308,31 @@ func (q *queue) drain() [][]byte {
 	return items
 }
 
-// lookPath finds file like exec.LookPath, but in the PATH of the child's
-// environment.
-func lookPath(file string, env []string) (string, error) {
-	if strings.Contains(file, "/") {
-		st, err := os.Stat(file)
-		switch {
-		case err != nil:
-			return "", fmt.Errorf("%w: command %q not found (check the path)", errNotInstalled, file)
-		case st.IsDir() || st.Mode()&0o111 == 0:
-			return "", fmt.Errorf("command %q is not an executable program: give the path of claude", file)
-		}
-		return file, nil
-	}
-	pathEnv := os.Getenv("PATH")
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			pathEnv = v
-		}
-	}
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, file)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-			if abs, err := filepath.Abs(p); err == nil {
-				p = abs
-			}
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w: command %q not found on PATH", errNotInstalled, file)
-}
-
 // errNotInstalled marks a command that is not there.
 var errNotInstalled = errors.New("Claude Code is not installed")
 
-func startError(name, path string, err error) error {
-	switch {
-	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("command %q (%s) cannot be run: permission denied (chmod +x %s)", name, path, path)
-	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("command %q (%s) cannot be started: %v (is its interpreter, the #! line, installed?)", name, path, err)
+// startError words why childproc.Start failed the way a claude node says it.
+func startError(err error) error {
+	var e *childproc.Error
+	if !errors.As(err, &e) {
+		return err
 	}
-	return fmt.Errorf("starting %q: %w", name, err)
+	switch {
+	case e.Reason == childproc.NotFound && !e.Searched():
+		return fmt.Errorf("%w: command %q not found (check the path)", errNotInstalled, e.Name)
+	case e.Reason == childproc.NotFound, e.Reason == childproc.NotExecutable && e.Searched():
+		// A file on PATH that cannot run is not Claude Code being there.
+		return fmt.Errorf("%w: command %q not found on PATH", errNotInstalled, e.Name)
+	case e.Reason == childproc.IsDir, e.Reason == childproc.NotExecutable:
+		return fmt.Errorf("command %q is not an executable program: give the path of claude", e.Name)
+	case e.Reason != childproc.StartFailed:
+		return e
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("command %q (%s) cannot be run: permission denied (chmod +x %s)", e.Name, e.Path, e.Path)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("command %q (%s) cannot be started: %v (is its interpreter, the #! line, installed?)", e.Name, e.Path, e.Err)
+	}
+	return fmt.Errorf("starting %q: %w", e.Name, e.Err)
 }
 
 func truncate(s string, n int) string {

@@ -68,7 +68,7 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 		msg = fmt.Sprintf("the connection to the server failed %s: %v", when, err)
 	}
 	if p != nil {
-		msg += tail(p.stderr.Lines(), 10)
+		msg += p.StderrTail(10)
 	}
 	return msg
 }

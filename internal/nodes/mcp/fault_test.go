@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
+	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -275,7 +276,7 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 		t.Errorf("kept %d lines, want %d", len(tail), stderrLines)
 	}
 	for _, l := range tail {
-		if !strings.HasPrefix(l, "flood ") || len(l) > maxStderrLine+4 {
+		if !strings.HasPrefix(l, "flood ") || len(l) > childproc.MaxStderrLine+4 {
 			t.Errorf("kept line %.40q… (%d bytes)", l, len(l))
 			break
 		}
@@ -360,9 +361,9 @@ func runDaemonHelper() {
 		time.Sleep(5 * time.Millisecond) // the stderr reader has not got there yet
 	}
 	n.mu.RLock()
-	ll := n.conn.proc.lifeline
+	ll := n.conn.proc.LifelinePid()
 	n.mu.RUnlock()
-	fmt.Println("pids", serverPid(n), childPid(n), ll.Pid())
+	fmt.Println("pids", serverPid(n), childPid(n), ll)
 	select {}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -99,7 +100,7 @@ type Node struct {
 	templates     []*mcp.ResourceTemplate
 	prompts       []*mcp.Prompt
 	initResult    *mcp.InitializeResult
-	lastStderr    *ring // of the current or last process
+	lastStderr    *childproc.Ring // of the current or last process
 	pid           int
 	wantRunning   bool
 	restartCancel context.CancelFunc
@@ -229,7 +230,7 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		t = &tapTransport{Transport: p.transport(n.cfg.maxLine), n: n}
 		c.tapped = true
 		n.mu.Lock()
-		n.lastStderr, n.pid = p.stderr, p.pid
+		n.lastStderr, n.pid = p.Stderr(), p.Pid()
 		n.mu.Unlock()
 	case srv.Transport == "sse":
 		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}

@@ -1,6 +1,6 @@
 //go:build windows
 
-package mcpnode
+package childproc
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 // child is ended through its handle.
 func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
-// terminateGroup has no gentle form on Windows: stop goes straight to
+// terminateGroup has no gentle form on Windows: Stop goes straight to
 // killGroup after its grace period.
 func terminateGroup(pid int) {}
 

@@ -1,10 +1,8 @@
 //go:build unix
 
-package mcpnode
+package childproc
 
-import (
-	"syscall"
-)
+import "syscall"
 
 // terminateGroup asks every process of group pgid to stop (SIGTERM).
 func terminateGroup(pgid int) { syscall.Kill(-pgid, syscall.SIGTERM) }

@@ -1,4 +1,4 @@
-package claude
+package childproc
 
 import (
 	"bufio"
@@ -7,24 +7,27 @@ import (
 	"sync"
 )
 
-// stderrLines is how many lines of a child's stderr a node keeps.
-const stderrLines = 50
+// DefaultStderrLines is how many lines of stderr a Proc keeps unless told.
+const DefaultStderrLines = 50
 
-// maxStderrLine bounds one kept line, so a child that floods stderr with
-// one endless line costs a bounded amount of memory.
-const maxStderrLine = 4096
+// MaxStderrLine bounds one kept line, so a child that floods stderr with
+// one endless line costs a bounded amount of memory. A longer line is cut
+// and marked " …".
+const MaxStderrLine = 4096
 
-// ring keeps the last lines written to it. It is safe for concurrent use.
-type ring struct {
+// Ring keeps the last lines written to it. It is safe for concurrent use.
+type Ring struct {
 	mu    sync.Mutex // guards the fields below
 	lines []string
 	next  int
 	full  bool
 }
 
-func newRing(n int) *ring { return &ring{lines: make([]string, n)} }
+// NewRing returns a ring that keeps the last n lines (n ≥ 1).
+func NewRing(n int) *Ring { return &Ring{lines: make([]string, max(n, 1))} }
 
-func (r *ring) add(line string) {
+// Add keeps line, dropping the oldest when the ring is full.
+func (r *Ring) Add(line string) {
 	r.mu.Lock()
 	r.lines[r.next] = line
 	r.next = (r.next + 1) % len(r.lines)
@@ -35,7 +38,7 @@ func (r *ring) add(line string) {
 }
 
 // Lines returns the kept lines, oldest first.
-func (r *ring) Lines() []string {
+func (r *Ring) Lines() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.full {
@@ -46,10 +49,10 @@ func (r *ring) Lines() []string {
 	return append(out, r.lines[:r.next]...)
 }
 
-// readLines copies r into the ring line by line until EOF. Lines longer than
-// maxStderrLine are cut, the rest of such a line dropped.
-func (r *ring) readLines(src io.Reader) {
-	br := bufio.NewReaderSize(src, maxStderrLine)
+// ReadLines copies src into the ring line by line until EOF or an error.
+// Lines longer than MaxStderrLine are cut, the rest of such a line dropped.
+func (r *Ring) ReadLines(src io.Reader) {
+	br := bufio.NewReaderSize(src, MaxStderrLine)
 	for {
 		line, isPrefix, err := br.ReadLine()
 		if len(line) > 0 || (err == nil && !isPrefix) {
@@ -57,7 +60,7 @@ func (r *ring) readLines(src io.Reader) {
 			if isPrefix {
 				s += " …"
 			}
-			r.add(s)
+			r.Add(s)
 		}
 		for isPrefix && err == nil { // drop the rest of an over-long line
 			_, isPrefix, err = br.ReadLine()
@@ -68,9 +71,9 @@ func (r *ring) readLines(src io.Reader) {
 	}
 }
 
-// tail formats the last n kept lines for an error message, or "" when there
-// are none.
-func tail(lines []string, n int) string {
+// Tail formats the last n of lines for an error message, or "" when none
+// of them has text.
+func Tail(lines []string, n int) string {
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}

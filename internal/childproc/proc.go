@@ -1,0 +1,240 @@
+package childproc
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/lifeline"
+)
+
+// Options are a kind's policy for its children. The zero value (or nil)
+// keeps DefaultStderrLines lines and waits DefaultGrace at each step of
+// Stop.
+type Options struct {
+	// StderrLines is how many lines of stderr to keep.
+	StderrLines int
+	// StopGrace is how long Stop waits after closing stdin before it
+	// sends SIGTERM to the group; TermGrace how long it then waits before
+	// SIGKILL.
+	StopGrace, TermGrace time.Duration
+}
+
+// DefaultGrace is each wait of Stop when Options leave it zero.
+const DefaultGrace = time.Second
+
+// Proc is one running child. Stdin and Stdout are the caller's to use;
+// Stop closes Stdin, the caller closes Stdout when it is done reading.
+// Methods are safe for concurrent use.
+type Proc struct {
+	// Stdin is the write side of the child's stdin.
+	Stdin *os.File
+	// Stdout is the read side of the child's stdout.
+	Stdout *os.File
+
+	pid        int
+	opts       Options
+	stderr     *Ring
+	stderrDone chan struct{}      // closed when stderr reaches EOF
+	exited     chan struct{}      // closed once the child is reaped
+	state      *os.ProcessState   // set before exited closes
+	signalled  atomic.Bool        // nerve sent the group a signal
+	lifeline   *lifeline.Lifeline // nil if it could not be started
+	stopOnce   sync.Once
+}
+
+// Start starts argv[0], looked up on the PATH of env (LookPath), with env
+// as its whole environment, in dir (nerve's own folder when ""). It returns
+// once the child runs; errors about the command or folder are *Error.
+//
+// The child leads its own process group, so Stop can end what it starts
+// too; on Linux the kernel kills it (Pdeathsig) if the daemon dies, and a
+// lifeline kills its group then, grandchildren included.
+func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return nil, errors.New("childproc: no command to run")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.StderrLines <= 0 {
+		o.StderrLines = DefaultStderrLines
+	}
+	if o.StopGrace <= 0 {
+		o.StopGrace = DefaultGrace
+	}
+	if o.TermGrace <= 0 {
+		o.TermGrace = DefaultGrace
+	}
+	path, err := LookPath(argv[0], env)
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, &Error{Reason: BadDir, Name: argv[0], Path: path, Dir: dir}
+		}
+	}
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr()}
+	var pipes [6]*os.File // stdin r/w, stdout r/w, stderr r/w
+	for i := 0; i < len(pipes); i += 2 {
+		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
+			closeAll(pipes[:i]...)
+			return nil, err
+		}
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0], pipes[3], pipes[5]
+	p := &Proc{
+		Stdin:      pipes[1],
+		Stdout:     pipes[2],
+		opts:       o,
+		stderr:     NewRing(o.StderrLines),
+		stderrDone: make(chan struct{}),
+		exited:     make(chan struct{}),
+	}
+	err = startLocked(cmd, func() {
+		cmd.Wait()
+		p.state = cmd.ProcessState
+		close(p.exited)
+	})
+	closeAll(pipes[0], pipes[3], pipes[5]) // the child holds its own copies now
+	if err != nil {
+		closeAll(pipes[1], pipes[2], pipes[4])
+		return nil, &Error{Reason: StartFailed, Name: argv[0], Path: path, Err: err}
+	}
+	p.pid = cmd.Process.Pid
+	p.lifeline = lifeline.Start(lifeline.Target{Group: p.pid})
+	go func() {
+		defer close(p.stderrDone)
+		defer pipes[4].Close()
+		p.stderr.ReadLines(pipes[4])
+	}()
+	return p, nil
+}
+
+// startLocked starts cmd from a goroutine locked to its OS thread and runs
+// reap on that goroutine, unlocking only once the child is reaped.
+//
+// Pdeathsig fires when the *thread* that forked the child exits, not the
+// process. Go threads normally live as long as the process, but one is torn
+// down when a goroutine that locked it exits without unlocking (any library
+// may do that), and a child forked from it would be killed with the daemon
+// alive. A thread of our own, held for the child's lifetime, makes the
+// signal mean exactly "the daemon died". It costs one thread per child,
+// which cmd.Wait blocks anyway.
+func startLocked(cmd *exec.Cmd, reap func()) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			// Exiting locked ends this thread; nothing depends on it.
+			return
+		}
+		started <- nil
+		reap()
+		runtime.UnlockOSThread()
+	}()
+	return <-started
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		if f != nil {
+			f.Close()
+		}
+	}
+}
+
+// Pid returns the child's process id, which is also its process group id.
+func (p *Proc) Pid() int { return p.pid }
+
+// LifelinePid returns the pid of the child's lifeline (0 when none could
+// start), for tests that check it is gone.
+func (p *Proc) LifelinePid() int { return p.lifeline.Pid() }
+
+// Exited is closed once the child has exited and been reaped.
+func (p *Proc) Exited() <-chan struct{} { return p.exited }
+
+// ExitState returns how the child ended, or nil while it runs.
+func (p *Proc) ExitState() *os.ProcessState {
+	select {
+	case <-p.exited:
+		return p.state
+	default:
+		return nil
+	}
+}
+
+// Signalled reports whether nerve has signalled the child (Kill, or a Stop
+// that had to go past closing stdin), so an exit is not its own doing.
+func (p *Proc) Signalled() bool { return p.signalled.Load() }
+
+// Stderr returns the ring of the child's last stderr lines. A kind may add
+// lines of its own to it (stray stdout, say) to explain a failure.
+func (p *Proc) Stderr() *Ring { return p.stderr }
+
+// StderrTail formats the last n lines of stderr for an error message, or
+// "" when there are none (see Tail).
+func (p *Proc) StderrTail(n int) string { return Tail(p.stderr.Lines(), n) }
+
+// StderrDone is closed when the child's stderr reaches EOF: every process
+// holding it — grandchildren too — has closed it.
+func (p *Proc) StderrDone() <-chan struct{} { return p.stderrDone }
+
+// Stop ends the child in bounded steps — close stdin, wait StopGrace,
+// SIGTERM to the group, wait TermGrace, SIGKILL — then kills whatever of
+// the group is left (grandchildren that outlived the leader) and releases
+// the lifeline. Cancelling ctx cuts the waits short and goes to SIGKILL.
+// It is safe to call many times and concurrently; every call returns once
+// the child is reaped.
+func (p *Proc) Stop(ctx context.Context) {
+	p.stopOnce.Do(func() {
+		p.Stdin.Close()
+		if !wait(ctx, p.exited, p.opts.StopGrace) {
+			p.signalled.Store(true)
+			terminateGroup(p.pid)
+			if !wait(ctx, p.exited, p.opts.TermGrace) {
+				killGroup(p.pid)
+			}
+		}
+		<-p.exited
+		// Sweep the group: nothing of it may outlive the child. The leader
+		// is reaped; members that remain keep the group id from being reused.
+		killGroup(p.pid)
+		p.lifeline.Release()
+	})
+	<-p.exited
+}
+
+// Kill ends the whole group at once (a runaway child). Stop still reaps it
+// and releases the lifeline.
+func (p *Proc) Kill() {
+	p.signalled.Store(true)
+	killGroup(p.pid)
+}
+
+// wait waits up to d for ch to close; false when d or ctx ran out first.
+func wait(ctx context.Context, ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+}

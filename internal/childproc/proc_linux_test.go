@@ -1,0 +1,299 @@
+//go:build linux
+
+package childproc
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
+)
+
+// helperEnv makes the test binary act as a daemon holding one child.
+const helperEnv = "NERVE_CHILDPROC_TEST_DAEMON"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		runDaemonHelper()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// withGrandchild is a child that starts a grandchild in its group, prints
+// the grandchild's pid and waits.
+var withGrandchild = []string{"/bin/sh", "-c", "sleep 300 & echo $!; wait"}
+
+// runDaemonHelper starts withGrandchild, prints "pids CHILD GRANDCHILD
+// LIFELINE" and waits to be killed.
+func runDaemonHelper() {
+	p, err := Start(withGrandchild, os.Environ(), "", nil)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	line, _ := bufio.NewReader(p.Stdout).ReadString('\n')
+	fmt.Println("pids", p.Pid(), strings.TrimSpace(line), p.lifeline.Pid())
+	select {}
+}
+
+func start(t *testing.T, argv []string, opts *Options) *Proc {
+	t.Helper()
+	p, err := Start(argv, os.Environ(), "", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Kill()
+		p.Stop(context.Background())
+		p.Stdout.Close()
+	})
+	return p
+}
+
+// readPid reads one line of the child's stdout as a pid.
+func readPid(t *testing.T, p *Proc) int {
+	t.Helper()
+	line, err := bufio.NewReader(p.Stdout).ReadString('\n')
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 1 {
+		t.Fatalf("child said %q (%v), want a pid", line, err)
+	}
+	return pid
+}
+
+// stopWithin runs Stop and fails the test if it has not returned in d.
+func stopWithin(t *testing.T, ctx context.Context, p *Proc, d time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		p.Stop(ctx)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("Stop did not return within %v", d)
+	}
+}
+
+func signalOf(st *os.ProcessState) syscall.Signal {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal()
+	}
+	return 0
+}
+
+func TestStopEndsTheChildInStages(t *testing.T) {
+	quick := &Options{StopGrace: 50 * time.Millisecond, TermGrace: 50 * time.Millisecond}
+	tests := []struct {
+		name           string
+		argv           []string
+		wantSignalled  bool
+		wantSignal     syscall.Signal // 0: exited by itself
+		wantGrandchild bool
+	}{
+		{"exits on stdin EOF", []string{"/bin/cat"}, false, 0, false},
+		{"needs SIGTERM, grandchild too", withGrandchild, true, syscall.SIGTERM, true},
+		// Ignored signals are inherited: the grandchild ignores SIGTERM too.
+		{"ignores SIGTERM, gets SIGKILL", []string{"/bin/sh", "-c", `trap "" TERM; sleep 300 & echo $!; wait`}, true, syscall.SIGKILL, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := start(t, tt.argv, quick)
+			kid := 0
+			if tt.wantGrandchild {
+				kid = readPid(t, p)
+			}
+			lifeline := p.lifeline.Pid()
+			if lifeline == 0 || !testutil.ProcessAlive(lifeline) {
+				t.Fatalf("no lifeline running for the child (pid %d)", lifeline)
+			}
+			stopWithin(t, context.Background(), p, 10*time.Second)
+			st := p.ExitState()
+			if st == nil {
+				t.Fatal("ExitState is nil after Stop")
+			}
+			if got := signalOf(st); got != tt.wantSignal || p.Signalled() != tt.wantSignalled {
+				t.Errorf("child ended by signal %v (signalled %v), want %v (%v); state %v", got, p.Signalled(), tt.wantSignal, tt.wantSignalled, st)
+			}
+			// Stop sweeps the group and releases the lifeline before it returns.
+			testutil.WaitFor(t, 5*time.Second, func() bool {
+				return !testutil.ProcessGroupAlive(p.Pid()) && (kid == 0 || !testutil.ProcessAlive(kid)) && !testutil.ProcessAlive(lifeline)
+			}, fmt.Sprintf("group %d, grandchild %d and lifeline %d to be gone", p.Pid(), kid, lifeline))
+			stopWithin(t, context.Background(), p, time.Second) // twice is fine
+		})
+	}
+}
+
+func TestStopWithCancelledContextKillsAtOnce(t *testing.T) {
+	p := start(t, []string{"/bin/sh", "-c", `trap "" TERM; echo $$; while :; do sleep 1; done`}, &Options{StopGrace: time.Hour, TermGrace: time.Hour})
+	readPid(t, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopWithin(t, ctx, p, 10*time.Second)
+	if got := signalOf(p.ExitState()); got != syscall.SIGKILL {
+		t.Errorf("child ended by %v, want SIGKILL", got)
+	}
+}
+
+func TestKillEndsTheGroup(t *testing.T) {
+	p := start(t, withGrandchild, nil)
+	kid := readPid(t, p)
+	p.Kill()
+	select {
+	case <-p.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("child still running 10s after Kill")
+	}
+	if got := signalOf(p.ExitState()); got != syscall.SIGKILL || !p.Signalled() {
+		t.Errorf("child ended by %v (signalled %v), want SIGKILL", got, p.Signalled())
+	}
+	testutil.WaitFor(t, 5*time.Second, func() bool { return !testutil.ProcessAlive(kid) }, "the grandchild to die with its group")
+}
+
+func TestStderrRingKeepsTheLastLines(t *testing.T) {
+	long := strings.Repeat("x", MaxStderrLine+100)
+	tests := []struct {
+		name   string
+		script string
+		keep   int
+		want   []string
+	}{
+		{"fewer than kept", `echo one >&2; echo two >&2`, 5, []string{"one", "two"}},
+		{"more than kept", `i=0; while [ $i -lt 200 ]; do echo line $i >&2; i=$((i+1)); done`, 3, []string{"line 197", "line 198", "line 199"}},
+		{"over-long line cut", `printf '%s\nafter\n' "` + long + `" >&2`, 5, []string{long[:MaxStderrLine] + " …", "after"}},
+		{"carriage returns dropped", `printf 'dos\r\n' >&2`, 5, []string{"dos"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := start(t, []string{"/bin/sh", "-c", tt.script}, &Options{StderrLines: tt.keep})
+			select {
+			case <-p.StderrDone():
+			case <-time.After(10 * time.Second):
+				t.Fatal("stderr still open after 10s")
+			}
+			got := p.Stderr().Lines()
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("kept %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestStderrTail(t *testing.T) {
+	tests := []struct {
+		lines []string
+		n     int
+		want  string
+	}{
+		{nil, 10, ""},
+		{[]string{" ", ""}, 10, ""},
+		{[]string{"a", "", "b", "c"}, 2, "\nlast lines of its stderr:\n  | b\n  | c"},
+	}
+	for _, tt := range tests {
+		if got := Tail(tt.lines, tt.n); got != tt.want {
+			t.Errorf("Tail(%q, %d) = %q, want %q", tt.lines, tt.n, got, tt.want)
+		}
+	}
+	p := start(t, []string{"/bin/sh", "-c", "echo oops >&2"}, nil)
+	<-p.StderrDone()
+	if got, want := p.StderrTail(10), "\nlast lines of its stderr:\n  | oops"; got != want {
+		t.Errorf("StderrTail = %q, want %q", got, want)
+	}
+}
+
+// TestDaemonKilledLeavesNoChild SIGKILLs a process holding a child (as
+// the daemon would be): Pdeathsig ends the child, the lifeline its
+// grandchild, and the lifeline then exits.
+func TestDaemonKilledLeavesNoChild(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), helperEnv+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var child, kid, lifeline int
+	if _, serr := fmt.Sscanf(line, "pids %d %d %d", &child, &kid, &lifeline); err != nil || serr != nil || child == 0 || kid == 0 || lifeline == 0 {
+		t.Fatalf("helper said %q (%v, %v)", line, err, serr)
+	}
+	t.Cleanup(func() { syscall.Kill(-child, syscall.SIGKILL) })
+	for _, pid := range []int{child, kid, lifeline} {
+		if !testutil.ProcessAlive(pid) {
+			t.Fatalf("process %d is not running before the kill", pid)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		return !testutil.ProcessAlive(child) && !testutil.ProcessAlive(kid) && !testutil.ProcessAlive(lifeline) && !testutil.ProcessGroupAlive(child)
+	}, fmt.Sprintf("child %d, grandchild %d and lifeline %d to be gone", child, kid, lifeline))
+}
+
+// TestChildOutlivesTheThreadThatStartedIt: Pdeathsig fires when the thread
+// that forked the child exits. A child started from a goroutine whose
+// thread then ends (a locked goroutine that exits) must keep running.
+func TestChildOutlivesTheThreadThatStartedIt(t *testing.T) {
+	type started struct {
+		tid     int
+		p       *Proc
+		err     error
+		release chan struct{} // set when the goroutine landed on the main thread
+	}
+	ch := make(chan started)
+	var st started
+	for {
+		go func() {
+			runtime.LockOSThread()
+			if syscall.Gettid() == os.Getpid() {
+				// The main thread never exits: park on it, so that the
+				// next try gets another thread.
+				release := make(chan struct{})
+				ch <- started{release: release}
+				<-release
+				runtime.UnlockOSThread()
+				return
+			}
+			// Never unlocked: the thread ends with this goroutine.
+			p, err := Start([]string{"/bin/cat"}, os.Environ(), "", nil)
+			ch <- started{tid: syscall.Gettid(), p: p, err: err}
+		}()
+		if st = <-ch; st.release == nil {
+			break
+		}
+		defer close(st.release)
+	}
+	if st.err != nil {
+		t.Fatal(st.err)
+	}
+	p := st.p
+	t.Cleanup(func() { p.Stop(context.Background()); p.Stdout.Close() })
+	task := fmt.Sprintf("/proc/self/task/%d", st.tid)
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		_, err := os.Stat(task)
+		return os.IsNotExist(err)
+	}, fmt.Sprintf("the starting thread %d to exit", st.tid))
+	// cat echoes a line only while it runs.
+	if _, err := p.Stdin.WriteString("alive\n"); err != nil {
+		t.Fatalf("writing to the child after its starting thread exited: %v", err)
+	}
+	line, err := bufio.NewReader(p.Stdout).ReadString('\n')
+	if err != nil || line != "alive\n" {
+		t.Fatalf("child answered %q, %v after its starting thread exited (alive: %v)", line, err, testutil.ProcessAlive(p.Pid()))
+	}
+}

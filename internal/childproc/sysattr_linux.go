@@ -1,0 +1,11 @@
+package childproc
+
+import "syscall"
+
+// sysProcAttr puts the child in its own process group (so Stop can end the
+// group, grandchildren included) and has the kernel kill it if the thread
+// that started it — held for the child's life, see startLocked — dies with
+// the daemon. Grandchildren are the lifeline's.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}

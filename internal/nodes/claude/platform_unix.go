@@ -1,0 +1,6 @@
+//go:build unix
+
+package claude
+
+// platformSupported reports whether this system can run a claude node.
+func platformSupported() error { return nil }
