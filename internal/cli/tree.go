@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nerve-dev/nerve/internal/suggest"
 )
 
 // Command is one node of the command tree: a group (with Sub) or a command
@@ -222,7 +224,7 @@ func unknownCommand(cmd *Command, path []string, name string) string {
 		where = "nerve " + strings.Join(path, " ")
 	}
 	msg := fmt.Sprintf("unknown command %q for `%s`", name, where)
-	if m := didYouMean(name, names); m != "" {
+	if m := suggest.Closest(name, names); m != "" {
 		msg += fmt.Sprintf(": did you mean %q?", m)
 	}
 	return msg + fmt.Sprintf(" (commands: %s; see `%s --help`)", strings.Join(names, ", "), where)
@@ -308,37 +310,6 @@ func writeFlags(b *strings.Builder, flags []*Flag) {
 		}
 		fmt.Fprintf(b, "  %-24s %s\n", name, f.Usage)
 	}
-}
-
-// didYouMean returns the candidate closest to s when it is a plausible typo.
-func didYouMean(s string, candidates []string) string {
-	best, bestD := "", len(s)/2+2
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // errors used by ExitCode.

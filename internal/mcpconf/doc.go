@@ -8,6 +8,7 @@
 // them when a server is started. Server.Spec turns a server into the
 // node.Spec of an "mcp" node, whose kind-specific settings are Options.
 //
-// It sits in layer 2: it imports only pkg/node and the standard library, and
+// It sits in layer 2: it imports only pkg/node, internal/suggest and the
+// standard library, and
 // is imported by the mcp node kind, the session and the command line.
 package mcpconf

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nerve-dev/nerve/internal/suggest"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -371,7 +372,7 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 			p.warn(m.keyOff, "server %q: \"envFile\" is not supported and was ignored: put the variables in \"env\"", name)
 		default:
 			msg := fmt.Sprintf("server %q: unknown key %q ignored", name, m.key)
-			if k := suggest(m.key); k != "" {
+			if k := suggest.Closest(m.key, knownKeys); k != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", k)
 			}
 			p.warn(m.keyOff, "%s", msg)
@@ -460,39 +461,4 @@ func isSSEURL(u string) bool {
 		u = u[:i]
 	}
 	return strings.HasSuffix(strings.TrimSuffix(u, "/"), "/sse")
-}
-
-// suggest returns the known key closest to k, or "".
-func suggest(k string) string {
-	best, bestD := "", 3
-	for _, known := range knownKeys {
-		if strings.EqualFold(k, known) {
-			return known
-		}
-		if d := distance(strings.ToLower(k), strings.ToLower(known)); d < bestD {
-			best, bestD = known, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance of a and b.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

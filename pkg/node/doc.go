@@ -5,5 +5,6 @@
 // input schema, and the text an LLM sees for a tool result.
 //
 // It is the bottom layer of nerve: it imports only the standard library, the
-// MCP Go SDK's vocabulary and zap. Every other package may import it.
+// MCP Go SDK's vocabulary, zap and internal/suggest (the "did you mean" of
+// its messages). Every other package may import it.
 package node

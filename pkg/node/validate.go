@@ -20,6 +20,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/suggest"
 )
 
 // ValidateArguments checks a call's JSON arguments against the tool's input
@@ -1027,14 +1029,7 @@ func suggestion(key string, props map[string]*jsonschema.Schema) string {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	best, bestDist := "", math.MaxInt
-	for _, n := range names {
-		d := editDistance(strings.ToLower(key), strings.ToLower(n))
-		if d < bestDist {
-			best, bestDist = n, d
-		}
-	}
-	if bestDist <= max(1, min(len(key), len(best))/3) {
+	if best := suggest.Closest(key, names); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	quoted := make([]string, len(names))
@@ -1042,28 +1037,6 @@ func suggestion(key string, props map[string]*jsonschema.Schema) string {
 		quoted[i] = strconv.Quote(n)
 	}
 	return " (known arguments: " + strings.Join(quoted, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance between a and b, in runes.
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // libraryProblem shortens jsonschema-go's message ("validating root:
