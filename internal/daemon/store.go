@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 
+	"github.com/nerve-dev/nerve/internal/atomicfile"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -21,9 +21,9 @@ type stateFile struct {
 	Nodes   []node.Spec `json:"nodes"`
 }
 
-// saveSpecs writes the state file atomically: a temp file in the same
-// folder, fsync, rename over the old one, fsync of the folder. A crash at
-// any point leaves either the old file or the new one, never a mix.
+// saveSpecs writes the state file atomically (atomicfile: a temp file in the
+// same folder, fsync, rename over the old one, fsync of the folder). A crash
+// at any point leaves either the old file or the new one, never a mix.
 func saveSpecs(path, session string, specs []node.Spec) error {
 	if specs == nil {
 		specs = []node.Spec{}
@@ -33,33 +33,10 @@ func saveSpecs(path, session string, specs []node.Spec) error {
 		return fmt.Errorf("encoding session %q: %w", session, err)
 	}
 	data = append(data, '\n')
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
+	// 0600: specs may carry tokens in env and headers.
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("saving session %q: %w", session, err)
 	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("saving session %q: %w", session, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("saving session %q: %w", session, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("saving session %q: %w", session, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("saving session %q: %w", session, err)
-	}
-	ok = true
-	syncDir(dir)
 	return nil
 }
 
