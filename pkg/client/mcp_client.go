@@ -56,27 +56,7 @@ type Attachment struct {
 // Attach makes the caller the one who answers node id's requests for a
 // person, until Close. It returns once the daemon has attached.
 func (s *Session) Attach(ctx context.Context, id string) (*Attachment, error) {
-	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, cancel)
-	resp, err := s.c.send(actx, http.MethodGet, s.nodePath(id)+"/mcp/attach", nil)
-	if err != nil {
-		stop()
-		cancel()
-		return nil, err
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	a := &Attachment{s: s, node: id, cancel: cancel, body: resp.Body, lines: sc}
-	first, err := a.Next()
-	stop()
-	if err != nil || first.Kind != api.AttachReady {
-		a.Close()
-		if err == nil {
-			err = fmt.Errorf("%w: attach stream began with %q", ErrProtocol, first.Kind)
-		}
-		return nil, err
-	}
-	return a, nil
+	return s.attach(ctx, id, "")
 }
 
 // Next returns the next line; it fails with ErrWatchClosed when the

@@ -21,6 +21,8 @@ func (s *Session) AttachCommander(ctx context.Context, id string) (*Attachment, 
 	return s.attach(ctx, id, "?as="+url.QueryEscape(api.AttachAsCommander))
 }
 
+// attach opens the attach stream of node id (query selects the flavour)
+// and returns once its first line says the daemon attached.
 func (s *Session) attach(ctx context.Context, id, query string) (*Attachment, error) {
 	actx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
