@@ -115,19 +115,21 @@ func firstLine(s string) string {
 	return s
 }
 
-func oneNode(inv *Invocation) (string, error) {
+// oneNodeSession is the start of every command on one node: its one NAME
+// argument and the session it is in.
+func oneNodeSession(ctx context.Context, env *Env, inv *Invocation) (string, *client.Session, error) {
 	if len(inv.Args) != 1 {
-		return "", usagef(inv, "`nerve %s` needs one NAME", strings.Join(inv.Path, " "))
+		return "", nil, usagef(inv, "`nerve %s` needs one NAME", strings.Join(inv.Path, " "))
 	}
-	return inv.Args[0], nil
+	s, err := env.session(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return inv.Args[0], s, nil
 }
 
 func runNodeInfo(ctx context.Context, env *Env, inv *Invocation) error {
-	id, err := oneNode(inv)
-	if err != nil {
-		return err
-	}
-	s, err := env.session(ctx)
+	id, s, err := oneNodeSession(ctx, env, inv)
 	if err != nil {
 		return err
 	}
@@ -191,11 +193,7 @@ func runNodeRm(ctx context.Context, env *Env, inv *Invocation) error {
 }
 
 func runNodeRestart(ctx context.Context, env *Env, inv *Invocation) error {
-	id, err := oneNode(inv)
-	if err != nil {
-		return err
-	}
-	s, err := env.session(ctx)
+	id, s, err := oneNodeSession(ctx, env, inv)
 	if err != nil {
 		return err
 	}
@@ -211,11 +209,7 @@ func runNodeRestart(ctx context.Context, env *Env, inv *Invocation) error {
 }
 
 func runNodeInterrupt(ctx context.Context, env *Env, inv *Invocation) error {
-	id, err := oneNode(inv)
-	if err != nil {
-		return err
-	}
-	s, err := env.session(ctx)
+	id, s, err := oneNodeSession(ctx, env, inv)
 	if err != nil {
 		return err
 	}
@@ -241,11 +235,7 @@ func runNodeKinds(ctx context.Context, env *Env, inv *Invocation) error {
 }
 
 func runNodeReset(ctx context.Context, env *Env, inv *Invocation) error {
-	id, err := oneNode(inv)
-	if err != nil {
-		return err
-	}
-	s, err := env.session(ctx)
+	id, s, err := oneNodeSession(ctx, env, inv)
 	if err != nil {
 		return err
 	}

@@ -66,11 +66,7 @@ Example:
 }
 
 func runResources(ctx context.Context, env *Env, inv *Invocation) error {
-	id, err := oneNode(inv)
-	if err != nil {
-		return err
-	}
-	s, err := env.session(ctx)
+	id, s, err := oneNodeSession(ctx, env, inv)
 	if err != nil {
 		return err
 	}
@@ -221,11 +217,7 @@ func safeName(s string) string {
 }
 
 func runPrompts(ctx context.Context, env *Env, inv *Invocation) error {
-	id, err := oneNode(inv)
-	if err != nil {
-		return err
-	}
-	s, err := env.session(ctx)
+	id, s, err := oneNodeSession(ctx, env, inv)
 	if err != nil {
 		return err
 	}
