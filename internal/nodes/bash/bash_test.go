@@ -174,6 +174,11 @@ func TestExitStatus(t *testing.T) {
 		{command: `echo "unclosed`, text: "unexpected EOF while looking for matching", exit: 2, isErr: true, contains: true},
 		{command: "if then fi", text: "syntax error", exit: 2, isErr: true, contains: true},
 		{command: "echo still here", text: "still here\n", exit: 0},
+		// Errors after which bash abandons the rest of the line still end
+		// the call (they used to leave it waiting for its end marker).
+		{command: "exit 1 2; echo not reached", text: "exit: too many arguments", exit: 1, isErr: true, contains: true},
+		{command: "echo ${NERVE_UNSET_VAR?is not set}", text: "NERVE_UNSET_VAR: is not set", exit: 1, isErr: true, contains: true},
+		{command: "echo still here", text: "still here\n", exit: 0},
 		// Bytes that are not UTF-8, and a multi-line script with a heredoc.
 		{command: "cat <<'EOF'\n$HOME is literal\nEOF", text: "$HOME is literal\n", exit: 0},
 		{command: "echo 'héllo wörld' | wc -c", text: "14\n", exit: 0},

@@ -38,15 +38,21 @@ func runDaemonHelper() {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
-	r, err := callErr(context.Background(), n.(*Node), "sleep 300 & echo $!; setsid sleep 301 & echo $!", 0)
+	// setsid forks when it leads a process group (every job does under
+	// set -m), so the escapee reports its own pid through a file.
+	f, _ := os.CreateTemp("", "escapee")
+	f.Close()
+	defer os.Remove(f.Name())
+	cmd := "sleep 300 & echo pid=$!; setsid sh -c 'echo $$ > " + f.Name() + "; exec sleep 301' & until [ -s " + f.Name() + " ]; do sleep 0.01; done; echo pid=$(cat " + f.Name() + ")"
+	r, err := callErr(context.Background(), n.(*Node), cmd, 0)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
 	}
 	var pids []string
 	for _, w := range strings.Fields(r.text) {
-		if _, err := strconv.Atoi(w); err == nil {
-			pids = append(pids, w)
+		if p, ok := strings.CutPrefix(w, "pid="); ok {
+			pids = append(pids, p)
 		}
 	}
 	fmt.Println("pids", strings.Join(pids, " "))

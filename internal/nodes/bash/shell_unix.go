@@ -385,8 +385,10 @@ func (s *shell) writeStdin(text string, deadline time.Time) error {
 	return err
 }
 
-// callLine is the one line the shell reads for each call.
-const callLine = "__nerve_pre && eval \"$__nerve_cmd\" </dev/null 2>&1; __nerve_post $?\n"
+// callLine is what the shell reads for each call: two lines, because an
+// interactive bash abandons the rest of a line after some errors (`exit 1
+// 2`: too many arguments, `${X?unset}`), and the end marker must come.
+const callLine = "__nerve_pre && eval \"$__nerve_cmd\" </dev/null 2>&1\n__nerve_post $?\n"
 
 func (s *shell) send(seq uint64, command string, deadline time.Time) error {
 	if err := s.writeStdin(callLine, deadline); err != nil {
@@ -439,19 +441,19 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var (
-		started, ended bool
-		inJobs         bool
-		jobs           []byte
-		reason         abortReason
-		aborting       bool
-		abortAt        time.Time
-		synced         bool // the shell answered a sync: only leftovers remain
-		lastKill       time.Time
-		syncFrom       uint64 // first sync seq sent by this call
-		escalate       *time.Ticker
-		escalateC      <-chan time.Time
-		done           bool
-		ctxDone        = ctx.Done()
+		started   bool
+		inJobs    bool
+		jobs      []byte
+		reason    abortReason
+		aborting  bool
+		abortAt   time.Time
+		synced    bool // the shell answered a sync: only leftovers remain
+		lastKill  time.Time
+		syncFrom  uint64 // first sync seq sent by this call
+		escalate  *time.Ticker
+		escalateC <-chan time.Time
+		done      bool
+		ctxDone   = ctx.Done()
 	)
 	defer func() {
 		if escalate != nil {
@@ -494,7 +496,7 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 				abort()
 			}
 		case m.kind == markEnd && m.seq == seq:
-			ended, oc.exit = true, m.status
+			oc.exit = m.status
 			s.noteJobs(jobs)
 			done = !aborting
 		case m.kind == markSync && aborting && m.seq >= syncFrom && !synced:
@@ -585,7 +587,9 @@ func (s *shell) run(ctx context.Context, command string, timeout time.Duration, 
 		}
 	}
 	out.dropNoise()
-	if aborting && !ended {
+	// The end marker may come after an abort too (it is on a line of its
+	// own, which the shell reads once SIGINT sent it to its prompt).
+	if aborting {
 		// An interactive bash prints a newline when SIGINT sends it to
 		// its prompt (the line a terminal moves to after ^C); here it
 		// would only be an empty line at the end of the output.
