@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
 
@@ -191,7 +193,10 @@ var (
 )
 
 // ask sends a request and waits for its answer, ctx or the stream's end.
-func (a *streamAttachment) ask(ctx context.Context, kind string, params, result any) error {
+// When ctx ends first, the stream is told that the request was withdrawn
+// and why (issue: a person went on answering a request nobody waited
+// for), so that whoever shows it stops.
+func (a *streamAttachment) ask(ctx context.Context, kind string, params, result any, why func(context.Context) string) error {
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
 	id := hex.EncodeToString(b)
@@ -215,6 +220,13 @@ func (a *streamAttachment) ask(ctx context.Context, kind string, params, result 
 		}
 		return errors.New(ans.Error)
 	case <-ctx.Done():
+		// From here on an answer is refused as one nobody waits for.
+		pendingAnswers.Delete(id)
+		reason := "the server no longer waits for it"
+		if why != nil {
+			reason = why(ctx)
+		}
+		_ = a.send(api.AttachLine{Kind: api.AttachWithdrawn, ID: id, Reason: reason})
 		return ctx.Err()
 	case <-a.ctx.Done():
 		return errGone
@@ -246,6 +258,10 @@ var (
 type attachGroup struct {
 	members []*streamAttachment // in attach order; guarded by attachMu
 	detach  func()
+	// s and node name the node, to tell why a request was withdrawn;
+	// s may be nil (tests).
+	s    *session.Session
+	node string
 }
 
 // joinAttachGroup adds a to node id's group, attaching the group to the
@@ -255,7 +271,7 @@ func joinAttachGroup(b *mcpserver.SessionBackend, s *session.Session, id string,
 	attachMu.Lock()
 	g := attachGroups[key]
 	if g == nil {
-		g = &attachGroup{}
+		g = &attachGroup{s: s, node: id}
 		attachGroups[key] = g
 		g.detach = b.AttachNow(id, g)
 	}
@@ -276,6 +292,8 @@ func joinAttachGroup(b *mcpserver.SessionBackend, s *session.Session, id string,
 
 // route asks for a request in the order the type's comment gives.
 func (g *attachGroup) route(ctx context.Context, kind, offer string, params, result any) error {
+	start, ended := time.Now(), g.callsEnded()
+	why := func(ctx context.Context) string { return g.withdrawnWhy(ctx, start, ended) }
 	attachMu.Lock()
 	var commanders, plain []*streamAttachment
 	for _, m := range slices.Backward(g.members) {
@@ -287,7 +305,7 @@ func (g *attachGroup) route(ctx context.Context, kind, offer string, params, res
 	}
 	attachMu.Unlock()
 	for _, c := range commanders {
-		err := c.ask(ctx, offer, params, result)
+		err := c.ask(ctx, offer, params, result, why)
 		if !errors.Is(err, errPassed) && !errors.Is(err, errGone) {
 			return err
 		}
@@ -297,10 +315,67 @@ func (g *attachGroup) route(ctx context.Context, kind, offer string, params, res
 	}
 	for _, list := range [][]*streamAttachment{plain, commanders} {
 		if len(list) > 0 {
-			return list[0].ask(ctx, kind, params, result)
+			return list[0].ask(ctx, kind, params, result, why)
 		}
 	}
 	return session.ErrNoOneToAsk
+}
+
+// callsEnded is how many calls of the node have ended so far, or -1 when
+// the node is not known.
+func (g *attachGroup) callsEnded() int64 {
+	if g.s == nil {
+		return -1
+	}
+	n, err := g.s.Node(g.node)
+	if err != nil {
+		return -1
+	}
+	in := n.Info()
+	return in.Calls - in.InFlight
+}
+
+// withdrawnWhy says why ctx ended while a request asked at start waited,
+// ended being callsEnded then. An MCP request does not say which call it
+// arose from, nor does notifications/cancelled reach us with its reason,
+// so this reads the circumstances: the hook's time cap is a deadline; a
+// node no longer running lost its server; a call of the node that ended
+// meanwhile is most likely the call the request arose from (the server
+// withdraws what a cancelled call asked — and the node's call returns
+// before the server even hears of the cancellation); anything else is the
+// server's own decision.
+func (g *attachGroup) withdrawnWhy(ctx context.Context, start time.Time, ended int64) string {
+	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+		d := time.Since(start)
+		if dl, ok := ctx.Deadline(); ok {
+			d = dl.Sub(start)
+		}
+		return "timed out after " + shortDuration(d)
+	}
+	if g.s != nil {
+		if n, err := g.s.Node(g.node); err != nil {
+			return "the node was removed"
+		} else if st := n.State(); st != node.Ready && st != node.Busy {
+			return "its server is no longer running (" + st.String() + ")"
+		}
+	}
+	if now := g.callsEnded(); ended >= 0 && now > ended {
+		return "the call ended"
+	}
+	return "the server cancelled it"
+}
+
+// shortDuration is d to the second, without the zero units that
+// time.Duration.String shows ("10m", not "10m0s").
+func shortDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
 }
 
 func (g *attachGroup) Sample(ctx context.Context, _ string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {

@@ -51,6 +51,10 @@ const (
 	AttachElicit          = "elicit"           // Params: mcp.ElicitParams; answer with mcp.ElicitResult
 	AttachResourceUpdated = "resource_updated" // URI: no answer
 	AttachReady           = "ready"            // the first line: the attachment is in place
+	// AttachWithdrawn: request ID no longer waits (Reason says why: the
+	// server cancelled it, the call that caused it ended, it timed out);
+	// it takes no answer, and whoever is asking it stops.
+	AttachWithdrawn = "withdrawn"
 )
 
 // AttachLine is one line of an attach stream.
@@ -59,6 +63,9 @@ type AttachLine struct {
 	ID     string          `json:"id,omitempty"`
 	URI    string          `json:"uri,omitempty"`
 	Params json.RawMessage `json:"params,omitempty"`
+	// Reason is why an AttachWithdrawn request was withdrawn, a phrase
+	// such as "the call ended".
+	Reason string `json:"reason,omitempty"`
 }
 
 // AttachAnswer is the body of POST
