@@ -1,5 +1,6 @@
 // Package llm is the llm node kind: a stateful conversation with a model
-// behind an OpenAI-compatible Chat Completions API, offered as one tool,
+// behind an OpenAI-compatible Chat Completions API or the Anthropic
+// Messages API (Options.Provider), offered as one tool,
 // chat {message}. The model may call the tools of the session's other nodes
 // (chosen with Options.Tools); the node runs those calls, feeds the results
 // back and repeats until the model answers or MaxSteps is reached, streaming
@@ -37,6 +38,12 @@ const Kind = "llm"
 // ToolName is the node's one tool.
 const ToolName = "chat"
 
+// Values of Options.Provider.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
 // Defaults of Options.
 const (
 	DefaultMaxSteps      = 20
@@ -49,15 +56,17 @@ const (
 // '${VAR}'] [--tools LIST] [--system TEXT] [--max-steps N] ...` fills one
 // flag per field (--base-url → base_url).
 type Options struct {
-	// BaseURL is the API root, "/chat/completions" is added to it:
-	// https://api.openai.com/v1, https://openrouter.ai/api/v1,
+	// BaseURL is the API root. For "openai", "/chat/completions" is added
+	// to it: https://api.openai.com/v1, https://openrouter.ai/api/v1,
 	// http://127.0.0.1:8080/v1 (llama.cpp), http://127.0.0.1:11434/v1
-	// (Ollama). Required.
+	// (Ollama). For "anthropic", "/v1/messages" is added:
+	// https://api.anthropic.com. Required.
 	BaseURL string `json:"base_url"`
 	// Model is the model name the provider knows. Required.
 	Model string `json:"model"`
-	// APIKey is sent as "Authorization: Bearer KEY". Write it as a
-	// reference, '${OPENAI_API_KEY}' (or ${VAR:-default}): it is saved
+	// APIKey is sent as "Authorization: Bearer KEY" ("x-api-key: KEY"
+	// for "anthropic"). Write it as a reference, '${OPENAI_API_KEY}' or
+	// '${ANTHROPIC_API_KEY}' (or ${VAR:-default}): it is saved
 	// unexpanded and expanded from the daemon's environment at each Start;
 	// an unset variable is an error naming it. Empty: no Authorization
 	// header (local servers). Never logged, never shown in Info.
@@ -79,7 +88,8 @@ type Options struct {
 	MaxSteps int `json:"max_steps,omitempty"`
 	// Temperature is sent when set.
 	Temperature *float64 `json:"temperature,omitempty"`
-	// MaxTokens bounds each answer (max_tokens) when set.
+	// MaxTokens bounds each answer (max_tokens) when set. The Messages
+	// API requires it: "anthropic" sends 4096 when it is not set.
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// Timeout bounds one HTTP request to the provider, streaming included
 	// ("90s"; default 5m). 429 and 5xx answers are retried with backoff.
@@ -88,7 +98,9 @@ type Options struct {
 	// stream badly.
 	Stream *bool `json:"stream,omitempty"`
 	// Provider is the API dialect: "openai" (the default; every
-	// OpenAI-compatible server).
+	// OpenAI-compatible server) or "anthropic" (the Anthropic Messages
+	// API). The saved conversation is the same for both, so a node may
+	// change provider and keep it.
 	Provider string `json:"provider,omitempty"`
 	// ContextTokens is the conversation's token budget (default 100000,
 	// estimated at 4 bytes a token). Over it, the oldest tool results are
@@ -123,10 +135,11 @@ func (o *Options) validate() error {
 		return errors.New("--model is required (e.g. gpt-4o-mini, or the name your local server serves)")
 	}
 	switch o.Provider {
-	case "", "openai":
-		o.Provider = "openai"
+	case "", ProviderOpenAI:
+		o.Provider = ProviderOpenAI
+	case ProviderAnthropic:
 	default:
-		return fmt.Errorf("--provider %q is not supported (use \"openai\" for any OpenAI-compatible server)", o.Provider)
+		return fmt.Errorf("--provider %q is not supported (use %q for any OpenAI-compatible server, %q for the Anthropic Messages API)", o.Provider, ProviderOpenAI, ProviderAnthropic)
 	}
 	if o.MaxSteps < 0 {
 		return fmt.Errorf("--max-steps %d must be positive", o.MaxSteps)
@@ -303,13 +316,17 @@ func (n *Node) newClient() (provider.Client, error) {
 			return nil, err
 		}
 	}
-	return provider.NewOpenAI(provider.Config{
+	cfg := provider.Config{
 		BaseURL: base,
 		APIKey:  key,
 		Headers: headers,
 		Stream:  n.opts.stream(),
 		Timeout: time.Duration(n.opts.Timeout),
-	}), nil
+	}
+	if n.opts.Provider == ProviderAnthropic {
+		return provider.NewAnthropic(cfg), nil
+	}
+	return provider.NewOpenAI(cfg), nil
 }
 
 // Stop cancels a chat in flight, waits for it to end and drops the client

@@ -212,8 +212,8 @@ func (n *Node) step(ctx context.Context, client provider.Client, em *emitter, st
 	var wg sync.WaitGroup
 	for i, tc := range resp.ToolCalls {
 		wg.Go(func() {
-			text := n.runTool(ctx, em, step, tc, tools.byLLM)
-			results[i] = provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: text}
+			text, isError := n.runTool(ctx, em, step, tc, tools.byLLM)
+			results[i] = provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: text, IsError: isError}
 		})
 	}
 	wg.Wait()
@@ -226,8 +226,9 @@ func (n *Node) step(ctx context.Context, client provider.Client, em *emitter, st
 
 // runTool calls one tool the model asked for and returns the text the
 // model reads: the result's LLM text (every content block described,
-// "Error: " first for isError), or an error the model can act on.
-func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.ToolCall, byLLM map[string]node.ToolEntry) string {
+// "Error: " first for isError), or an error the model can act on; and
+// whether the call failed.
+func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.ToolCall, byLLM map[string]node.ToolEntry) (string, bool) {
 	e, known := byLLM[tc.Name]
 	args := json.RawMessage(tc.Arguments)
 	validJSON := json.Valid(args)
@@ -280,7 +281,7 @@ func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.T
 		}
 	}
 	em.step(StepToolResult, toolResultData{Step: step, ID: tc.ID, Tool: e.Qualified, IsError: isError, Text: text})
-	return text
+	return text, isError
 }
 
 // maxResultBytes keeps one tool result under a quarter of the budget.

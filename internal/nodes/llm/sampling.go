@@ -73,7 +73,8 @@ func (n *Node) sample(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.Cre
 				msg.Content = fmt.Sprintf("[%s image]", c.MIMEType)
 			}
 		case *mcp.AudioContent:
-			// Chat Completions takes audio only on some models; describe it.
+			// Chat Completions takes audio only on some models, the
+			// Messages API not at all; describe it.
 			msg.Content = fmt.Sprintf("[%s audio, %s]", c.MIMEType, node.HumanBytes(int64(len(c.Data))))
 		default:
 			return nil, fmt.Errorf("%w: message %d has content nerve cannot send to a model (%T)", node.ErrBadArgs, i, m.Content)
@@ -96,15 +97,18 @@ func (n *Node) sample(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.Cre
 	}, nil
 }
 
-// stopReason maps OpenAI finish reasons to MCP's.
+// stopReason maps OpenAI finish reasons and Anthropic stop reasons to
+// MCP's.
 func stopReason(finish string) string {
 	switch finish {
-	case "stop", "":
+	case "stop", "end_turn", "":
 		return "endTurn"
-	case "length":
+	case "length", "max_tokens":
 		return "maxTokens"
-	case "tool_calls", "function_call":
+	case "tool_calls", "function_call", "tool_use":
 		return "toolUse"
+	case "stop_sequence":
+		return "stopSequence"
 	}
 	return finish
 }

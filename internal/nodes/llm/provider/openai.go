@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -19,31 +17,23 @@ import (
 
 // OpenAI is a client of the OpenAI-compatible Chat Completions API.
 type OpenAI struct {
-	cfg     Config
-	url     string
-	display string // url without its query, for messages
+	cfg Config
+	ep  endpoint
 }
 
 // NewOpenAI returns a client for cfg.
 func NewOpenAI(cfg Config) *OpenAI {
 	c := cfg.withDefaults()
-	endpoint, display := c.BaseURL, c.BaseURL
-	if u, err := url.Parse(c.BaseURL); err == nil {
-		if !strings.HasSuffix(u.Path, "/chat/completions") {
-			u.Path = strings.TrimRight(u.Path, "/") + "/chat/completions"
+	return &OpenAI{cfg: c, ep: newEndpoint(&c, "openai", func(p string) string {
+		if strings.HasSuffix(p, "/chat/completions") {
+			return p
 		}
-		endpoint = u.String()
-		if u.RawQuery != "" {
-			u.RawQuery = "…"
-		}
-		u.User = nil
-		display = u.String()
-	}
-	return &OpenAI{cfg: c, url: endpoint, display: display}
+		return strings.TrimRight(p, "/") + "/chat/completions"
+	})}
 }
 
 // URL returns the endpoint requests are sent to.
-func (c *OpenAI) URL() string { return c.url }
+func (c *OpenAI) URL() string { return c.ep.url }
 
 // Wire types of the Chat Completions API.
 type (
@@ -172,128 +162,20 @@ func (c *OpenAI) Chat(ctx context.Context, req *Request, onDelta func(Delta)) (*
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
-	for attempt := 0; ; attempt++ {
-		streamed := false
-		res, err := c.once(ctx, body, func(d Delta) {
-			streamed = true
-			if onDelta != nil {
-				onDelta(d)
+	return withRetries(ctx, &c.cfg, onDelta, func(ctx context.Context, onDelta func(Delta)) (*Response, error) {
+		return c.ep.post(ctx, body, c.setHeaders, func(resp *http.Response) (*Response, error) {
+			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+				return readStream(resp.Body, onDelta)
 			}
+			return readJSON(resp.Body, onDelta)
 		})
-		if err == nil {
-			res.Attempts = attempt + 1
-			return res, nil
-		}
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		wait, ok := c.retryDelay(err, attempt)
-		if !ok || streamed || attempt >= c.cfg.MaxRetries {
-			if attempt > 0 {
-				return nil, fmt.Errorf("after %d attempts: %w", attempt+1, err)
-			}
-			return nil, err
-		}
-		if serr := c.cfg.Sleep(ctx, wait); serr != nil {
-			return nil, fmt.Errorf("%w (stopped waiting to retry: %w)", err, serr)
-		}
-	}
+	})
 }
 
-// retryDelay says whether err is worth another attempt and after how long.
-func (c *OpenAI) retryDelay(err error, attempt int) (time.Duration, bool) {
-	var se *StatusError
-	if errors.As(err, &se) {
-		if !retryableStatus(se.Status) {
-			return 0, false
-		}
-		switch {
-		case se.RetryAfter < 0: // "Retry-After: 0": now
-			return 0, true
-		case se.RetryAfter > maxRetryAfter:
-			return 0, false
-		case se.RetryAfter > 0:
-			return se.RetryAfter, true
-		}
-	} else if !isTransient(err) {
-		return 0, false
-	}
-	d := baseBackoff << attempt
-	if d > maxBackoff || d <= 0 {
-		d = maxBackoff
-	}
-	// ±25% jitter so clients that failed together do not retry together.
-	d = d*3/4 + time.Duration(rand.Int64N(int64(d/2)+1))
-	return d, true
-}
-
-// isTransient reports errors of the connection (refused, reset, EOF, a
-// per-request timeout) as opposed to answers.
-func isTransient(err error) bool {
-	var ne interface{ Timeout() bool }
-	if errors.As(err, &ne) {
-		return true
-	}
-	var te *transportError
-	return errors.As(err, &te)
-}
-
-type transportError struct{ err error }
-
-func (e *transportError) Error() string { return e.err.Error() }
-func (e *transportError) Unwrap() error { return e.err }
-
-func (c *OpenAI) once(ctx context.Context, body []byte, onDelta func(Delta)) (*Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("building the request to %s: %w (check --base-url)", c.display, err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	if c.cfg.Stream {
-		hreq.Header.Set("Accept", "text/event-stream")
-	} else {
-		hreq.Header.Set("Accept", "application/json")
-	}
+func (c *OpenAI) setHeaders(h http.Header) {
 	if c.cfg.APIKey != "" {
-		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+		h.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
-	for k, v := range c.cfg.Headers {
-		hreq.Header.Set(k, v)
-	}
-	resp, err := c.cfg.HTTPClient.Do(hreq)
-	if err != nil {
-		// *url.Error repeats the full URL, which may carry a key in its
-		// query (Gemini's ?key=); say which endpoint with c.display.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("no answer from %s within %v (raise --timeout): %w", c.display, c.cfg.Timeout, err)
-		}
-		return nil, &transportError{fmt.Errorf("sending the request to %s: %w (is the server running?)", c.display, err)}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, &StatusError{Status: resp.StatusCode, Message: errorMessage(b), URL: c.display, RetryAfter: retryAfter(resp.Header)}
-	}
-	ct := resp.Header.Get("Content-Type")
-	var res *Response
-	if strings.HasPrefix(ct, "text/event-stream") {
-		res, err = readStream(resp.Body, onDelta)
-	} else {
-		res, err = readJSON(resp.Body, onDelta)
-	}
-	if err != nil {
-		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("the answer from %s took over %v (raise --timeout): %w", c.display, c.cfg.Timeout, err)
-		}
-		return nil, err
-	}
-	return res, nil
 }
 
 // retryAfter reads retry-after-ms (OpenAI) or Retry-After (seconds or an

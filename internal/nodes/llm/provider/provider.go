@@ -1,7 +1,10 @@
 // Package provider is the llm node's client of model APIs: the
 // OpenAI-compatible Chat Completions API (OpenAI, OpenRouter, GLM, vLLM,
-// llama.cpp server, Ollama), streamed over SSE or not, with tool calling,
-// retries with backoff on 429/5xx and clear errors for the rest.
+// llama.cpp server, Ollama) and the Anthropic Messages API, each streamed
+// over SSE or not, with tool calling, retries with backoff on 429/529/5xx
+// and clear errors for the rest. Both sit behind Client; conversations are
+// kept in one provider-neutral form (Message) and converted to each wire
+// format only when sent.
 //
 // It knows nothing of nodes or sessions; only internal/nodes/llm imports it.
 package provider
@@ -36,6 +39,10 @@ type Message struct {
 	// Name is the tool a tool message answers (for people reading the
 	// saved conversation; OpenAI ignores it).
 	Name string `json:"name,omitempty"`
+	// IsError marks a tool message whose tool failed (Anthropic's
+	// tool_result is_error; OpenAI has no such flag, the text says
+	// "Error: "). Absent in conversations saved before it existed.
+	IsError bool `json:"is_error,omitempty"`
 }
 
 // Image is an image given to the model.
@@ -177,23 +184,42 @@ type StatusError struct {
 	URL     string
 	// RetryAfter is how long the provider asked to wait (429, 503).
 	RetryAfter time.Duration
+	// Provider is the dialect ("openai", "anthropic"), for the advice.
+	Provider string
 }
+
+// statusOverloaded is Anthropic's "overloaded" status, which net/http
+// does not name.
+const statusOverloaded = 529
 
 func (e *StatusError) Error() string {
 	msg := e.Message
 	if msg == "" {
 		msg = "(no message)"
 	}
-	status := fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
+	text := http.StatusText(e.Status)
+	if e.Status == statusOverloaded {
+		text = "Overloaded"
+	}
+	status := strings.TrimSpace(fmt.Sprintf("%d %s", e.Status, text))
+	anthropic := e.Provider == "anthropic"
 	switch e.Status {
 	case http.StatusUnauthorized, http.StatusForbidden:
+		if anthropic {
+			return fmt.Sprintf("the provider refused the API key (%s): %s; check --api-key (e.g. '${ANTHROPIC_API_KEY}', sent as x-api-key) and that the variable is set for the daemon", status, msg)
+		}
 		return fmt.Sprintf("the provider refused the API key (%s): %s; check --api-key (e.g. '${OPENAI_API_KEY}') and that the variable is set for the daemon", status, msg)
 	case http.StatusNotFound:
+		if anthropic {
+			return fmt.Sprintf("not found at %s (%s): %s; check --base-url (e.g. https://api.anthropic.com; /v1/messages is added) and --model", e.URL, status, msg)
+		}
 		return fmt.Sprintf("not found at %s (%s): %s; check --base-url (most servers want it to end in /v1) and --model", e.URL, status, msg)
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return fmt.Sprintf("the provider rejected the request (%s): %s", status, msg)
 	case http.StatusTooManyRequests:
 		return fmt.Sprintf("rate limited by the provider (%s): %s; wait and try again", status, msg)
+	case statusOverloaded:
+		return fmt.Sprintf("the provider is overloaded (%s): %s; try again later", status, msg)
 	}
 	if e.Status >= 500 {
 		return fmt.Sprintf("the provider failed (%s): %s; try again later", status, msg)
@@ -207,7 +233,7 @@ func retryableStatus(code int) bool {
 	case http.StatusRequestTimeout, http.StatusTooManyRequests,
 		http.StatusInternalServerError, http.StatusBadGateway,
 		http.StatusServiceUnavailable, http.StatusGatewayTimeout,
-		529: // Anthropic's "overloaded"
+		statusOverloaded:
 		return true
 	}
 	return false
