@@ -74,6 +74,7 @@ type harness struct {
 	t    testing.TB
 	s    *session.Session
 	srv  *llmserver.Server
+	url  string // the model server's URL, when it is not srv
 	mu   sync.Mutex
 	save []node.Spec
 }
@@ -103,7 +104,14 @@ func registry(boxes ...boxSpec) *session.Registry {
 
 func newHarness(t testing.TB, srv *llmserver.Server, opts llm.Options, boxes ...boxSpec) *harness {
 	t.Helper()
-	h := &harness{t: t, srv: srv}
+	return newHarnessAt(t, srv, srv.URL, srv.Close, opts, boxes...)
+}
+
+// newHarnessAt is newHarness with a model server at url (the Anthropic
+// one), closed by closeSrv at the end of the test.
+func newHarnessAt(t testing.TB, srv *llmserver.Server, url string, closeSrv func(), opts llm.Options, boxes ...boxSpec) *harness {
+	t.Helper()
+	h := &harness{t: t, srv: srv, url: url}
 	h.s = session.New("test", registry(boxes...), &session.Options{Save: func(specs []node.Spec) error {
 		h.mu.Lock()
 		h.save = specs
@@ -111,7 +119,7 @@ func newHarness(t testing.TB, srv *llmserver.Server, opts llm.Options, boxes ...
 		return nil
 	}})
 	t.Cleanup(func() { _ = h.s.Close(context.Background()) })
-	t.Cleanup(srv.Close)
+	t.Cleanup(closeSrv)
 	ctx := context.Background()
 	if _, err := h.s.Add(ctx, node.Spec{ID: "echo", Kind: identity.Kind}); err != nil {
 		t.Fatal(err)
@@ -128,7 +136,7 @@ func newHarness(t testing.TB, srv *llmserver.Server, opts llm.Options, boxes ...
 func (h *harness) addAgent(id string, opts llm.Options) {
 	h.t.Helper()
 	if opts.BaseURL == "" {
-		opts.BaseURL = h.srv.URL
+		opts.BaseURL = h.url
 	}
 	if opts.Model == "" {
 		opts.Model = "test-model"
