@@ -82,7 +82,7 @@ func RunREPL(ctx context.Context, env *Env) error {
 		HistoryLimit:           historyLimit,
 		DisableAutoSaveHistory: true,
 		HistorySearchFold:      true,
-		AutoComplete:           &completer{r: r},
+		AutoComplete:           &answerCompleter{k: r.asks, inner: &completer{r: r}},
 		InterruptPrompt:        "^C",
 		EOFPrompt:              "",
 		Stdin:                  in,

@@ -1,15 +1,19 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // everythingForm is the form of server-everything's
@@ -242,10 +246,10 @@ func TestWakeReader(t *testing.T) {
 // TestAskerTellsWakeUpsFromCtrlC: an interrupt the asker caused is not the
 // person's Ctrl-C, even when it arrives a Readline late.
 func TestAskerTellsWakeUpsFromCtrlC(t *testing.T) {
-	k := &asker{ready: make(chan struct{}, 1)}
+	k := &asker{ready: make(chan struct{}, 1), pending: map[askKey]*ask{}}
 	wakes := 0
 	k.wake = func() { wakes++ }
-	q := &ask{node: "ev", kind: "sample"}
+	q := newAsk(context.Background(), "ev", api.AttachLine{Kind: api.AttachSample, ID: "1"})
 
 	k.beginRead()
 	k.enqueue(q)
@@ -281,3 +285,102 @@ func TestAskerTellsWakeUpsFromCtrlC(t *testing.T) {
 		t.Errorf("a request outside Readline woke it (%d wake-ups; want 2)", wakes)
 	}
 }
+
+// TestAskerWithdraw: a withdrawn request leaves the queue with one notice;
+// one whose dialog is on screen has its Readline ended by a wake-up, and
+// the dialog's next read refuses; one already answered gets the notice;
+// and the completer offers nothing while a dialog is on screen.
+func TestAskerWithdraw(t *testing.T) {
+	var out bytes.Buffer
+	r := &repl{out: &out, style: commander.NewStyle(false)}
+	k := &asker{r: r, ctx: context.Background(), ready: make(chan struct{}, 1), pending: map[askKey]*ask{}}
+	wakes := 0
+	k.wake = func() { wakes++ }
+	line := func(id string) api.AttachLine { return api.AttachLine{Kind: api.AttachElicit, ID: id} }
+
+	tests := []struct {
+		name      string
+		state     func(q *ask) // brings q where the test withdraws it
+		queued    bool         // q is still in the queue after the withdrawal
+		notice    bool         // the notice is printed by the asker
+		wakeUps   int          // wake-ups the withdrawal caused
+		readAfter bool         // the dialog may read another line
+	}{
+		{"queued", func(q *ask) { k.enqueue(q) }, false, true, 0, false},
+		{"showing, reading", func(q *ask) {
+			k.enqueue(q)
+			if k.take() != q {
+				t.Fatal("take did not give the request")
+			}
+			if !k.beginAskRead(q) {
+				t.Fatal("a dialog may not read before the withdrawal")
+			}
+		}, false, false, 1, false},
+		{"showing, between reads", func(q *ask) { k.enqueue(q); k.take() }, false, false, 0, false},
+		{"answered", func(q *ask) { k.enqueue(q); k.take(); k.answered(q) }, false, true, 0, false},
+		{"another node's request", func(q *ask) { k.enqueue(q) }, true, false, 0, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out.Reset()
+			wakes = 0
+			k.queue, k.showing, k.reading, k.woken = nil, nil, false, false
+			from := "ev"
+			if tt.name == "another node's request" {
+				from = "other" // the same id from another node is another request
+			}
+			q := k.arrive(from, line(string(rune('a'+i))))
+			tt.state(q)
+			if tt.name == "showing, reading" && !k.answering() {
+				t.Error("the asker does not know a dialog is on screen")
+			}
+			k.withdraw("ev", q.id, "the call ended")
+			if got := slices.Contains(k.queue, q); got != tt.queued {
+				t.Errorf("in the queue after the withdrawal: %v; want %v", got, tt.queued)
+			}
+			const notice = "! @ev withdrew its request: the call ended\n"
+			if got := out.String() == notice; got != tt.notice {
+				t.Errorf("printed %q; want the notice: %v", out.String(), tt.notice)
+			}
+			if wakes != tt.wakeUps {
+				t.Errorf("%d wake-ups; want %d", wakes, tt.wakeUps)
+			}
+			k.endRead(tt.wakeUps > 0)
+			if got := k.beginAskRead(q); got != tt.readAfter {
+				t.Errorf("the dialog may read on: %v; want %v", got, tt.readAfter)
+			}
+			k.endRead(false)
+			if w := q.withdrawn(); (w == nil) == !tt.readAfter {
+				t.Errorf("withdrawn() = %v", w)
+			}
+		})
+	}
+
+	// A request withdrawn before it was queued (an offer being decided)
+	// never shows, and one line says it is gone.
+	out.Reset()
+	k.queue = nil
+	q := k.arrive("ev", line("late"))
+	k.withdraw("ev", "late", "the server cancelled it")
+	if k.enqueue(q) || len(k.queue) != 0 {
+		t.Error("a withdrawn request was queued")
+	}
+	if want := "! @ev withdrew its request: the server cancelled it\n"; out.String() != want {
+		t.Errorf("printed %q; want %q", out.String(), want)
+	}
+
+	// The completer offers nothing while a dialog is on screen.
+	c := &answerCompleter{k: k, inner: fakeCompleter{}}
+	k.showing = nil
+	if got, _ := c.Do([]rune("@f"), 2); len(got) != 1 {
+		t.Errorf("at the prompt the completer offers %q; want the inner one's", got)
+	}
+	k.showing = q
+	if got, _ := c.Do([]rune("@f"), 2); len(got) != 0 {
+		t.Errorf("during an answer the completer offers %q; want nothing", got)
+	}
+}
+
+type fakeCompleter struct{}
+
+func (fakeCompleter) Do([]rune, int) ([][]rune, int) { return [][]rune{[]rune("x ")}, 2 }

@@ -477,6 +477,9 @@ func (r *repl) answerElicit(_ context.Context, q *ask) askAnswer {
 		fmt.Fprintf(r.out, "  %s\n", indentRest(p.Message, "  "))
 	}
 	done := func(res *mcp.ElicitResult) askAnswer {
+		if q.withdrawn() != nil {
+			return askAnswer{result: res} // answerAsk says why; nothing is sent
+		}
 		what := map[string]string{"accept": "sent", "decline": "declined", "cancel": "cancelled"}[res.Action]
 		fmt.Fprintln(r.out, paint(st, st.Dim, fmt.Sprintf("  → %s; @%s is told so", what, q.node)))
 		return askAnswer{result: res}
@@ -485,7 +488,7 @@ func (r *repl) answerElicit(_ context.Context, q *ask) askAnswer {
 		if errors.Is(err, errCancel) {
 			return done(elicitCancel())
 		}
-		if !errors.Is(err, errDeclined) {
+		if !errors.Is(err, errDeclined) && q.withdrawn() == nil {
 			r.printErr(err)
 		}
 		return done(elicitDecline())

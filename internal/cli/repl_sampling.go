@@ -155,11 +155,28 @@ var (
 )
 
 // askLine reads one line of a dialog with prompt, pre-filled with def.
-// Ctrl-C is errDeclined, Ctrl-D errCancel.
+// Ctrl-C is errDeclined, Ctrl-D errCancel; a request the server withdrew
+// ends the Readline (with a Ctrl-C of the asker's) and is its *withdrawal.
 func (r *repl) askLine(prompt, def string) (string, error) {
 	r.rl.SetPrompt(prompt)
 	defer r.rl.SetPrompt(r.prompt())
-	line, err := r.rl.ReadlineWithDefault(def)
+	q := r.currentAsk()
+	var line string
+	var err error
+	for {
+		if r.asks != nil && !r.asks.beginAskRead(q) {
+			return "", q.withdrawn()
+		}
+		line, err = r.rl.ReadlineWithDefault(def)
+		wakeUp := r.asks != nil && r.asks.endRead(errors.Is(err, readline.ErrInterrupt))
+		if q != nil && q.withdrawn() != nil {
+			return "", q.withdrawn()
+		}
+		if !wakeUp {
+			break
+		}
+		def = line // a wake-up meant for the prompt: ask again, keeping what was typed
+	}
 	switch {
 	case errors.Is(err, readline.ErrInterrupt):
 		return "", errDeclined
@@ -217,7 +234,7 @@ func (r *repl) choose(prompt, keys, def string) (string, error) {
 
 // answerSample runs the sampling dialog: answer with the sampling node
 // (then send, edit or decline its answer), type the answer, or decline.
-func (r *repl) answerSample(ctx context.Context, q *ask) askAnswer {
+func (r *repl) answerSample(_ context.Context, q *ask) askAnswer {
 	var p mcp.CreateMessageParams
 	if err := json.Unmarshal(q.params, &p); err != nil {
 		r.printErr(fmt.Errorf("@%s sent a sampling request nerve cannot read: %w (declined)", q.node, err))
@@ -245,8 +262,8 @@ func (r *repl) answerSample(ctx context.Context, q *ask) askAnswer {
 			}
 			res = &mcp.CreateMessageResult{Role: "assistant", Model: humanModel, Content: &mcp.TextContent{Text: text}, StopReason: "endTurn"}
 		case "a":
-			res, err = r.sampleWith(ctx, samplingNode, &p)
-			if errors.Is(err, errDeclined) {
+			res, err = r.sampleWith(q.ctx, samplingNode, &p)
+			if errors.Is(err, errDeclined) || q.withdrawn() != nil {
 				return r.declinedSample(q)
 			}
 			if err != nil {
@@ -264,6 +281,9 @@ func (r *repl) answerSample(ctx context.Context, q *ask) askAnswer {
 }
 
 func (r *repl) declinedSample(q *ask) askAnswer {
+	if q.withdrawn() != nil {
+		return declined(q.kind, "withdrawn") // answerAsk says why; nothing is sent
+	}
 	fmt.Fprintln(r.out, paint(r.style, r.style.Dim, fmt.Sprintf("  → declined; @%s is told so", q.node)))
 	return declined(q.kind, "they said no in the Commander")
 }
