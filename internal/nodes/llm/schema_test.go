@@ -35,6 +35,20 @@ func TestCleanSchema(t *testing.T) {
 			in:   `{"type":"object","properties":{"$schema":{"type":"string"},"const":{"type":"string"}}}`,
 			want: `{"type":"object","properties":{"$schema":{"type":"string"},"const":{"type":"string"}}}`,
 		},
+		{
+			name: "top-level oneOf/anyOf/allOf flattened (Anthropic refuses them there)",
+			in: `{"type":"object","properties":{"mode":{"type":"string"}},"required":["mode"],
+				"oneOf":[{"properties":{"path":{"type":"string"}},"required":["path"]},{"properties":{"url":{"type":"string","$comment":"c"},"method":{"type":"string"}},"required":["url","method"]}],
+				"allOf":[{"properties":{"verbose":{"type":"boolean"}},"required":["verbose"]}],
+				"anyOf":[{"required":["mode"]}]}`,
+			want: `{"type":"object","properties":{"mode":{"type":"string"},"path":{"type":"string"},"url":{"type":"string"},"method":{"type":"string"},"verbose":{"type":"boolean"}},
+				"required":["mode","verbose"],"description":"(give exactly one of: {path} or {url, method})"}`,
+		},
+		{
+			name: "a union inside a property stays",
+			in:   `{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"number"}]}}}`,
+			want: `{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"number"}]}}}`,
+		},
 		{name: "no schema", in: `null`, want: `{"type":"object","properties":{}}`},
 		{name: "no properties", in: `{"type":"object"}`, want: `{"type":"object","properties":{}}`},
 	}

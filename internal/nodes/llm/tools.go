@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/nerve-dev/nerve/internal/nodes/llm/provider"
@@ -97,6 +98,11 @@ var (
 //     so the model still knows the bound is strict (nerve checks the real
 //     schema before any call);
 //   - const becomes a one-value enum;
+//   - oneOf/anyOf/allOf at the top level (Anthropic refuses them there:
+//     "input_schema does not support oneOf, allOf, or anyOf at the top
+//     level") are flattened: their branches' properties join the top
+//     level's, allOf's required lists too, and the alternatives of
+//     oneOf/anyOf are said in the description;
 //   - the top level is always {"type":"object","properties":{…}}.
 //
 // The original is never modified.
@@ -117,6 +123,7 @@ func CleanSchema(schema any) map[string]any {
 	if out == nil {
 		out = map[string]any{}
 	}
+	flattenTopLevel(out)
 	if t, _ := out["type"].(string); t != "object" {
 		out["type"] = "object"
 	}
@@ -209,4 +216,81 @@ func cleanObject(s map[string]any) map[string]any {
 		out["description"] = d + note
 	}
 	return out
+}
+
+// flattenTopLevel removes oneOf, anyOf and allOf from the top level of a
+// cleaned schema, keeping what the model needs: every property any branch
+// names, the properties every allOf branch requires, and, for oneOf/anyOf,
+// a note listing the alternatives by their required properties
+// ("give one of: {path} or {url, method}"). nerve still validates the
+// arguments against the tool's real schema.
+func flattenTopLevel(s map[string]any) {
+	props, _ := s["properties"].(map[string]any)
+	// A copy: the slice is still the tool's own.
+	required, _ := s["required"].([]any)
+	required = slices.Clone(required)
+	var notes []string
+	for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+		branches, ok := s[k].([]any)
+		if !ok {
+			if _, present := s[k]; present {
+				delete(s, k)
+			}
+			continue
+		}
+		delete(s, k)
+		var alts []string
+		for _, br := range branches {
+			b, ok := br.(map[string]any)
+			if !ok {
+				continue
+			}
+			if bp, ok := b["properties"].(map[string]any); ok {
+				if props == nil {
+					props = map[string]any{}
+				}
+				for name, p := range bp {
+					if _, has := props[name]; !has {
+						props[name] = p
+					}
+				}
+			}
+			req, _ := b["required"].([]any)
+			if k == "allOf" {
+				for _, r := range req {
+					if !slices.Contains(required, r) {
+						required = append(required, r)
+					}
+				}
+				continue
+			}
+			names := make([]string, 0, len(req))
+			for _, r := range req {
+				names = append(names, fmt.Sprint(r))
+			}
+			if len(names) > 0 {
+				alts = append(alts, "{"+strings.Join(names, ", ")+"}")
+			}
+		}
+		if len(alts) > 1 {
+			what := "one or more"
+			if k == "oneOf" {
+				what = "exactly one"
+			}
+			notes = append(notes, fmt.Sprintf("give %s of: %s", what, strings.Join(alts, " or ")))
+		}
+	}
+	if props != nil {
+		s["properties"] = props
+	}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	if len(notes) > 0 {
+		d, _ := s["description"].(string)
+		if d != "" {
+			d += " "
+		}
+		s["description"] = d + "(" + strings.Join(notes, "; ") + ")"
+	}
 }
