@@ -42,8 +42,11 @@ func (s *Session) MCP(ctx context.Context, id, method string, params, result any
 
 // Attachment receives a node's requests for a person (sampling,
 // elicitation) and its resource updates; whoever holds it answers them.
-// Next and Answer may be called from different goroutines; Close may be
-// called twice.
+// A request the server stops waiting for (it cancelled it, the call that
+// caused it ended, or it timed out) is followed by an api.AttachWithdrawn
+// line with its id and why: stop asking it and send no answer (the daemon
+// refuses it, status 404). Next and Answer may be called from different
+// goroutines; Close may be called twice.
 type Attachment struct {
 	s      *Session
 	node   string
