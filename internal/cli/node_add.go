@@ -62,7 +62,7 @@ func nodeAddFlags() []*Flag {
 		{Name: "temperature", Value: "X", Usage: "sampling temperature", Kinds: onlyLLM},
 		{Name: "max-tokens", Value: "N", Usage: "bound on each answer's tokens", Kinds: onlyLLM},
 		{Name: "context-tokens", Value: "N", Usage: fmt.Sprintf("conversation budget in tokens (default %d)", llm.DefaultContextTokens), Kinds: onlyLLM},
-		{Name: "provider", Value: "openai", Values: []string{"openai"}, Usage: "API dialect (default openai: every OpenAI-compatible server)", Kinds: onlyLLM},
+		{Name: "provider", Value: "openai|anthropic", Values: []string{"anthropic", "openai"}, Usage: "API dialect: openai (default; every OpenAI-compatible server) or anthropic (the Messages API: --base-url https://api.anthropic.com --api-key '${ANTHROPIC_API_KEY}')", Kinds: onlyLLM},
 		{Name: "stream", Usage: "stream answers (default); --stream=false for servers that stream badly", Kinds: onlyLLM},
 
 		{Name: "mcp-config", Value: "FILE", Usage: "MCP servers for Claude: a config file in any format nerve reads, or inline JSON", Kinds: onlyClaude},
