@@ -63,3 +63,57 @@ func BenchmarkToolStep(b *testing.B) {
 		_ = h.agent().Reset(ctx)
 	}
 }
+
+// BenchmarkChatAnthropic is BenchmarkChat with --provider anthropic: one
+// chat call answered with text by the scripted Messages API server.
+func BenchmarkChatAnthropic(b *testing.B) {
+	for _, stream := range []bool{true, false} {
+		name := "stream"
+		if !stream {
+			name = "json"
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := llmserver.StartAnthropic()
+			h := anthropicHarness(b, srv, llm.Options{Stream: ptr(stream)})
+			defer h.s.Close(context.Background())
+			defer srv.Close()
+			turn := llmserver.AnthropicTurn{Text: strings.Repeat("word ", 100)}
+			for range b.N {
+				srv.Add(turn)
+			}
+			rec := &recorder{}
+			ctx := context.Background()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := h.chat(ctx, "hello", rec); err != nil {
+					b.Fatal(err)
+				}
+				_ = h.agent().Reset(ctx)
+				rec.events = rec.events[:0]
+			}
+		})
+	}
+}
+
+// BenchmarkToolStepAnthropic is BenchmarkToolStep with --provider
+// anthropic (tool input streamed as input_json_delta pieces).
+func BenchmarkToolStepAnthropic(b *testing.B) {
+	srv := llmserver.StartAnthropic()
+	h := anthropicHarness(b, srv, llm.Options{Tools: []string{"*"}})
+	defer h.s.Close(context.Background())
+	defer srv.Close()
+	for range b.N {
+		srv.Add(
+			llmserver.AnthropicTurn{ToolCalls: []llmserver.ToolCall{{Name: "echo__identity", Arguments: `{"text":"hi"}`}}},
+			llmserver.AnthropicTurn{Text: "done"},
+		)
+	}
+	ctx := context.Background()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := h.chat(ctx, "go", nil); err != nil {
+			b.Fatal(err)
+		}
+		_ = h.agent().Reset(ctx)
+	}
+}
