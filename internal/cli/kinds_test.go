@@ -185,7 +185,7 @@ func TestNodeAddLLM(t *testing.T) {
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--max-steps", "many"}, code: ExitUsage, stderr: "--max-steps \"many\""},
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--stream=maybe"}, code: ExitUsage, stderr: "=true or =false"},
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--", "cmd"}, code: ExitUsage, stderr: "runs no command"},
-		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--provider", "anthropic"}, code: ExitUsage, stderr: `--provider "anthropic" is not supported`},
+		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--provider", "gemini"}, code: ExitUsage, stderr: `--provider "gemini" is not supported`},
 	})
 	reqs := s.Requests()
 	if len(reqs) != 3 {
