@@ -256,7 +256,7 @@ func (s *Session) Call(ctx context.Context, id, tool string, args json.RawMessag
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
 	for {
-		var line api.CallLine
+		var line callLine
 		if err := dec.Decode(&line); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -268,10 +268,14 @@ func (s *Session) Call(ctx context.Context, id, tool string, args json.RawMessag
 		}
 		switch line.Kind {
 		case api.LineResult:
-			if line.Result == nil {
+			if len(line.Result) == 0 || string(line.Result) == "null" {
 				return nil, fmt.Errorf("%w: a result line without a result", ErrProtocol)
 			}
-			return line.Result, nil
+			res, err := decodeResult(line.Result)
+			if err != nil {
+				return nil, fmt.Errorf("%w: reading the call's result: %v", ErrProtocol, err)
+			}
+			return res, nil
 		case api.LineError:
 			if line.Error == nil {
 				return nil, fmt.Errorf("%w: an error line without an error", ErrProtocol)
@@ -279,7 +283,7 @@ func (s *Session) Call(ctx context.Context, id, tool string, args json.RawMessag
 			return nil, errorFrom(0, *line.Error)
 		default:
 			if observe != nil {
-				observe(line)
+				observe(line.CallLine)
 			}
 		}
 	}
