@@ -186,7 +186,13 @@ func TestNodeAddLLM(t *testing.T) {
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--stream=maybe"}, code: ExitUsage, stderr: "=true or =false"},
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--", "cmd"}, code: ExitUsage, stderr: "runs no command"},
 		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--provider", "gemini"}, code: ExitUsage, stderr: `--provider "gemini" is not supported`},
+		// Anthropic's API has one home: --base-url may be left out.
+		{argv: []string{"node", "add", "llm", "an", "--provider", "anthropic", "--model", "m", "--api-key", "${NERVE_TEST_KEY}"}, stdout: "READY"},
+		{argv: []string{"node", "add", "llm", "lit2", "--provider", "anthropic", "--model", "m", "--api-key", "sk-x"}, code: ExitUsage, stderr: "--api-key '${ANTHROPIC_API_KEY}'"},
 	})
+	if o := options(t, nodeDetail(t, env, out, "an")); o["base_url"] != "https://api.anthropic.com" {
+		t.Errorf("anthropic node's base_url = %v; want the API's home", o["base_url"])
+	}
 	reqs := s.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("the model got %d requests; want 3", len(reqs))

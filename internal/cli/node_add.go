@@ -52,7 +52,7 @@ func nodeAddFlags() []*Flag {
 		{Name: "transport", Value: "stdio|http|sse", Values: []string{"http", "sse", "stdio"}, Usage: "default: stdio for a command; http for --url (sse for a URL ending in /sse)", Kinds: onlyMCP},
 		{Name: "header", Value: "'KEY: VALUE'", Usage: "HTTP header sent to the server; VALUE may hold ${VAR}", Repeat: true, Kinds: headerKinds},
 
-		{Name: "base-url", Value: "URL", Usage: "root of an OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1 (required)", Kinds: onlyLLM},
+		{Name: "base-url", Value: "URL", Usage: "root of the model's API, e.g. http://127.0.0.1:8080/v1 (required for --provider openai; anthropic defaults to https://api.anthropic.com)", Kinds: onlyLLM},
 		{Name: "model", Value: "MODEL", Usage: "model name the server knows (required)", Kinds: onlyLLM},
 		{Name: "api-key", Value: "'${VAR}'", Usage: "API key as a reference to an environment variable of the daemon, in single quotes", Kinds: onlyLLM},
 		{Name: "allow-literal-key", Usage: "accept a literal --api-key (it is saved in clear text in the session's file)", Kinds: onlyLLM},
@@ -117,14 +117,16 @@ Examples:
   nerve node add mcp fs -- npx -y @modelcontextprotocol/server-filesystem /tmp
   nerve node add mcp gh --url https://host/mcp --header 'Authorization: Bearer ${TOKEN}'
   nerve node add mcp old --url https://host/sse --transport sse --timeout 2m`},
-	kindLLM: {"node add llm NAME --base-url URL --model M [--api-key '${VAR}'] [--tools LIST] [--system TEXT] [--max-steps N] [--header 'K: V'] [--temperature X] [--max-tokens N] [--stream=false] [--timeout D]", `A conversation with a model behind an OpenAI-compatible API, which may call
+	kindLLM: {"node add llm NAME --base-url URL --model M [--api-key '${VAR}'] [--tools LIST] [--system TEXT] [--max-steps N] [--header 'K: V'] [--temperature X] [--max-tokens N] [--stream=false] [--timeout D]", `A conversation with a model behind an OpenAI-compatible API (or Anthropic's
+Messages API with --provider anthropic), which may call
 the session's tools named by --tools. Give the API key as a reference,
 in single quotes so your shell leaves it alone: it is saved unexpanded and
 read from the daemon's environment when the node starts.
 
 Examples:
   nerve node add llm local --base-url http://127.0.0.1:8080/v1 --model qwen3 --tools fs,sh
-  nerve node add llm gpt --base-url https://api.openai.com/v1 --model gpt-4o-mini --api-key '${OPENAI_API_KEY}' --tools '*'`},
+  nerve node add llm gpt --base-url https://api.openai.com/v1 --model gpt-4o-mini --api-key '${OPENAI_API_KEY}' --tools '*'
+  nerve node add llm claude-api --provider anthropic --model claude-sonnet-4-5 --api-key '${ANTHROPIC_API_KEY}' --tools '*'`},
 	kindClaude: {"node add claude NAME [--mcp-config F] [--strict-mcp-config] [--session-tools] [--fork-from NODE] [--permission-mode M] [--timeout D] [-- COMMAND ARGS...]", `Claude Code, kept running with its conversation (resumed after a restart).
 The command defaults to ` + "`claude`" + `.
 
@@ -388,6 +390,18 @@ func mcpSpec(inv *Invocation, spec *node.Spec) (mcpconf.Options, error) {
 	return o, nil
 }
 
+// anthropicBaseURL is the Messages API's root, the default of
+// --provider anthropic.
+const anthropicBaseURL = "https://api.anthropic.com"
+
+// keyVar is the usual variable holding a provider's API key.
+func keyVar(provider string) string {
+	if provider == llm.ProviderAnthropic {
+		return "ANTHROPIC_API_KEY"
+	}
+	return "OPENAI_API_KEY"
+}
+
 // llmOptions returns the options of an llm node.
 func llmOptions(env *Env, inv *Invocation) (llm.Options, error) {
 	o := llm.Options{
@@ -401,14 +415,17 @@ func llmOptions(env *Env, inv *Invocation) (llm.Options, error) {
 	if len(inv.Rest) > 0 {
 		return o, usagef(inv, "an llm node runs no command (got %q): give --base-url and --model", strings.Join(inv.Rest, " "))
 	}
+	if o.BaseURL == "" && o.Provider == llm.ProviderAnthropic {
+		o.BaseURL = anthropicBaseURL
+	}
 	if o.BaseURL == "" || o.Model == "" {
 		return o, usagef(inv, "an llm node needs --base-url URL and --model M (e.g. --base-url http://127.0.0.1:8080/v1 --model qwen3)")
 	}
 	if o.APIKey != "" && !strings.Contains(o.APIKey, "${") {
 		if !inv.Bool("allow-literal-key") {
 			return o, usagef(inv, "--api-key is a literal key: it would be saved in clear text in the session's file; "+
-				"pass a reference to a variable of the daemon's environment instead, in single quotes: --api-key '${OPENAI_API_KEY}' "+
-				"(or add --allow-literal-key to save it anyway)")
+				"pass a reference to a variable of the daemon's environment instead, in single quotes: --api-key '${%s}' "+
+				"(or add --allow-literal-key to save it anyway)", keyVar(o.Provider))
 		}
 		fmt.Fprintln(env.Stderr, "nerve: warning: --api-key is a literal key and is saved in clear text in the session's file; prefer --api-key '${VAR}'")
 	}
