@@ -55,7 +55,8 @@ type Backend interface {
 	// (and the node's MCP server is told).
 	Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error)
 	// Watch subscribes to the session's events; every event after it
-	// returns is delivered.
+	// returns is delivered, except that a backend may leave out a node's
+	// moves between READY and BUSY (they change nothing served).
 	Watch(ctx context.Context) (Watch, error)
 
 	// Features returns an mcp node's resources, templates, prompts and

@@ -61,12 +61,14 @@ func benchServe(b *testing.B, backend mcpserver.Backend, ct, st mcp.Transport) *
 func benchCall(b *testing.B, cs *mcp.ClientSession) {
 	p := &mcp.CallToolParams{Name: "echo.identity", Arguments: map[string]any{"text": "hello"}}
 	b.ReportAllocs()
+	cpu := cpuMeter()
 	for b.Loop() {
 		res, err := cs.CallTool(b.Context(), p)
 		if err != nil || res.IsError {
 			b.Fatal(err, res)
 		}
 	}
+	cpu(b)
 }
 
 // BenchmarkCallDirect is the baseline: the same call on the session.
@@ -74,11 +76,13 @@ func BenchmarkCallDirect(b *testing.B) {
 	s := benchSession(b)
 	args := json.RawMessage(`{"text":"hello"}`)
 	b.ReportAllocs()
+	cpu := cpuMeter()
 	for b.Loop() {
 		if _, err := s.CallTool(b.Context(), "echo.identity", args, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+	cpu(b)
 }
 
 // BenchmarkCallStdio is a call from an MCP client through OS pipes to the

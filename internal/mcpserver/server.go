@@ -229,8 +229,7 @@ func (s *Server) relevant(ev session.Event) bool {
 	case session.EventNodeAdded, session.EventNodeRemoved, session.EventTools:
 		return true
 	case session.EventState:
-		up := func(st string) bool { return st == node.Ready.String() || st == node.Busy.String() }
-		return up(ev.From) != up(ev.To)
+		return callable(ev.From) != callable(ev.To)
 	}
 	return false
 }

@@ -50,9 +50,17 @@ func (b *SessionBackend) Call(ctx context.Context, nodeID, tool string, args jso
 	return b.s.Call(ctx, nodeID, &node.CallRequest{Tool: tool, Arguments: args, Observe: observe})
 }
 
+// Watch leaves out a node's moves between READY and BUSY: every call makes
+// two, they change nothing served, and dropping them on the publishing
+// goroutine spares the server a wake-up per move.
 func (b *SessionBackend) Watch(ctx context.Context) (Watch, error) {
-	return &sessionWatch{sub: b.s.Subscribe(1024)}, nil
+	return &sessionWatch{sub: b.s.SubscribeFiltered(1024, func(ev *session.Event) bool {
+		return ev.Kind != session.EventState || !callable(ev.From) || !callable(ev.To)
+	})}, nil
 }
+
+// callable says whether a node in state st takes calls.
+func callable(st string) bool { return st == node.Ready.String() || st == node.Busy.String() }
 
 type sessionWatch struct{ sub *session.Subscription }
 
