@@ -120,6 +120,11 @@ func (b *ClientBackend) Attach(ctx context.Context, nodeID string, a Attachment)
 	defer att.Close()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// pending cancels the requests being asked of the client, by id: a
+	// withdrawn one is cancelled so the client hears notifications/cancelled
+	// instead of keeping a form open that nobody waits for.
+	var mu sync.Mutex
+	pending := map[string]context.CancelFunc{}
 	for {
 		line, err := att.Next()
 		if err != nil {
@@ -132,7 +137,25 @@ func (b *ClientBackend) Attach(ctx context.Context, nodeID string, a Attachment)
 		case api.AttachResourceUpdated:
 			a.ResourceUpdated(line.URI)
 		case api.AttachSample, api.AttachElicit:
-			wg.Go(func() { answer(ctx, att, nodeID, a, line) })
+			rctx, cancel := context.WithCancel(ctx)
+			mu.Lock()
+			pending[line.ID] = cancel
+			mu.Unlock()
+			wg.Go(func() {
+				defer func() {
+					mu.Lock()
+					delete(pending, line.ID)
+					mu.Unlock()
+					cancel()
+				}()
+				answer(rctx, att, nodeID, a, line)
+			})
+		case api.AttachWithdrawn:
+			mu.Lock()
+			if cancel, ok := pending[line.ID]; ok {
+				cancel()
+			}
+			mu.Unlock()
 		}
 	}
 }
@@ -152,6 +175,9 @@ func answer(ctx context.Context, att *client.Attachment, nodeID string, a Attach
 		if err = json.Unmarshal(line.Params, &p); err == nil {
 			res, err = a.Elicit(ctx, nodeID, &p)
 		}
+	}
+	if ctx.Err() != nil {
+		return // withdrawn, or the attachment ended: nobody waits for it
 	}
 	_ = att.Answer(context.WithoutCancel(ctx), line.ID, res, err)
 }

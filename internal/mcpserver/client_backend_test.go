@@ -155,3 +155,42 @@ func TestClientBackendNodeMode(t *testing.T) {
 		}
 	}
 }
+
+// TestClientBackendCancelledCallClosesForm: when the call that made the
+// server ask is cancelled, the MCP client's form is cancelled too instead of
+// staying open for nobody.
+func TestClientBackendCancelledCallClosesForm(t *testing.T) {
+	sess := embedded(t)
+	fx := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	if _, err := sess.Add(t.Context(), node.Spec{ID: "fx", Kind: "mcp", Command: []string{fx}}); err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan struct{})
+	cancelled := make(chan struct{})
+	cs := serveClient(t, sess, &mcpserver.Options{Node: "fx"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		},
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "elicit", Arguments: map[string]any{"message": "?"}})
+		done <- err
+	}()
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was never asked")
+	}
+	cancel()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client's form stayed open after the call that caused it was cancelled")
+	}
+	<-done
+}
