@@ -166,8 +166,11 @@ var pendingAnswers sync.Map // id → chan api.AttachAnswer
 // streamAttachment writes a node's requests for a person to an attach
 // stream and waits for the answers posted back.
 type streamAttachment struct {
-	mu  sync.Mutex // guards writes to the stream
-	w   http.ResponseWriter
+	mu sync.Mutex // guards writes to the stream and closed
+	// closed is set when the handler returns: the ResponseWriter must not
+	// be touched after that (net/http finishes the response).
+	closed bool
+	w      http.ResponseWriter
 	enc *json.Encoder
 	ctx context.Context // the stream's
 	// commander marks a REPL's stream: it is offered requests first and
@@ -178,6 +181,9 @@ type streamAttachment struct {
 func (a *streamAttachment) send(line api.AttachLine) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.closed {
+		return errGone
+	}
 	if err := a.enc.Encode(line); err != nil {
 		return err
 	}
@@ -422,6 +428,11 @@ func (d *Daemon) handleMCPAttach(w http.ResponseWriter, r *http.Request) {
 		commander: r.URL.Query().Get("as") == api.AttachAsCommander}
 	leave := joinAttachGroup(b, s, id, a)
 	defer leave()
+	defer func() {
+		a.mu.Lock()
+		a.closed = true
+		a.mu.Unlock()
+	}()
 	_ = a.send(api.AttachLine{Kind: api.AttachReady})
 	<-r.Context().Done()
 }

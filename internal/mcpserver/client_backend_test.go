@@ -115,10 +115,13 @@ func TestClientBackend(t *testing.T) {
 			t.Fatalf("fx.echo never listed: %v", names(t, cs))
 		}
 	}
-	lr, err := cs.ListResources(t.Context(), nil)
-	if err != nil || len(lr.Resources) == 0 {
-		t.Fatalf("resources via daemon: %v %v", err, lr)
-	}
+	// The server adds a node's resources just after its tools: wait for
+	// them as a client told of the change would.
+	var lr *mcp.ListResourcesResult
+	testutil.WaitFor(t, 15*time.Second, func() bool {
+		lr, err = cs.ListResources(t.Context(), nil)
+		return err == nil && len(lr.Resources) > 0
+	}, "fx's resources to be listed through the daemon")
 	rr, err := cs.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: lr.Resources[0].URI})
 	if err != nil || len(rr.Contents) == 0 {
 		t.Fatalf("read via daemon: %v %v", err, rr)
