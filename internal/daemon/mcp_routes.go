@@ -171,8 +171,8 @@ type streamAttachment struct {
 	// be touched after that (net/http finishes the response).
 	closed bool
 	w      http.ResponseWriter
-	enc *json.Encoder
-	ctx context.Context // the stream's
+	enc    *json.Encoder
+	ctx    context.Context // the stream's
 	// commander marks a REPL's stream: it is offered requests first and
 	// may pass them on (api.AttachPass).
 	commander bool
