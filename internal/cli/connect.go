@@ -19,8 +19,10 @@ import (
 // startTimeout bounds waiting for a daemon we started to answer.
 const startTimeout = 10 * time.Second
 
-// embeddedNodes are the nodes an embedded session starts with.
-var embeddedNodes = []node.Spec{{ID: "bash", Kind: "bash"}}
+// firstNodes are the nodes a default session starts with the first time:
+// always in embedded mode; for the daemon only when it has no saved state
+// for it (a person who removes @bash does not get it back).
+var firstNodes = []node.Spec{{ID: "bash", Kind: "bash"}}
 
 // Connect returns the client commands use: env.Client if set; an embedded
 // daemon in memory with --embedded; otherwise the daemon on the socket,
@@ -76,7 +78,7 @@ func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
 		Registry:     all.Registry(),
 		Logger:       log.Named("embedded"),
 		Version:      Version(),
-		DefaultNodes: embeddedNodes,
+		DefaultNodes: firstNodes,
 	})
 	if err != nil {
 		closeLog()

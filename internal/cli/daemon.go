@@ -99,8 +99,9 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 		Version:  Version(),
 		Paths:    p,
 		// Config files of claude nodes whose daemon was killed.
-		Cleanups:  []func(string) error{claude.CleanupStale},
-		MCPListen: listen,
+		Cleanups:     []func(string) error{claude.CleanupStale},
+		MCPListen:    listen,
+		DefaultNodes: firstNodes,
 	}, func() {
 		fmt.Fprintf(env.Stderr, "nerve daemon %s listening on %s (pid %d)\n", Version(), p.Socket, os.Getpid())
 	})
