@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
-	"sync"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 )
@@ -79,40 +77,53 @@ func runMCPServe(ctx context.Context, env *Env, inv *Invocation) error {
 	} else if _, err := s.Nodes(ctx); err != nil {
 		return err
 	}
-	srv := mcpserver.New(mcpserver.NewClientBackend(s), &mcpserver.Options{Node: id, Names: names, Version: Version()})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	var runErr error
-	wg.Go(func() {
-		// Without the daemon's events the tools would go stale: stop, and
-		// let the client start us again.
-		if runErr = srv.Run(ctx); runErr != nil {
-			cancel()
-		}
-	})
-	select {
-	case <-srv.Ready():
-	case <-ctx.Done():
+	// The daemon serves MCP on the connection itself; this process only
+	// relays bytes, so a message costs no decode, encode or extra request
+	// here.
+	conn, err := s.MCPStdio(ctx, id, names)
+	if err != nil {
+		return err
 	}
+	defer conn.Close()
 	in := env.Stdin
 	if in == nil {
 		in = os.Stdin
 	}
-	t := &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{env.Stdout}}
-	err = srv.MCP().Run(ctx, t)
-	cancel()
-	wg.Wait()
-	if runErr != nil {
-		return fmt.Errorf("lost the daemon's events: %w (is the daemon running? see `nerve daemon status`)", runErr)
+	return relay(ctx, conn, in, env.Stdout)
+}
+
+// relay copies in to conn and conn to out until the daemon closes conn.
+// The end of in half-closes conn: the daemon finishes answering, ends the
+// MCP session and closes conn.
+func relay(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer) error {
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	sent := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(conn, in)
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		} else {
+			_ = conn.Close()
+		}
+		sent <- err
+	}()
+	_, err := io.Copy(out, conn)
+	select {
+	case serr := <-sent:
+		if serr != nil && err == nil {
+			err = fmt.Errorf("reading stdin: %w", serr)
+		}
+	default:
+		// The daemon ended the session first (it stopped, or the session
+		// went away) while stdin is still open: the goroutine above ends
+		// with this process, as a read of stdin cannot be interrupted.
 	}
-	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("serving MCP on stdio: %w", err)
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("relaying MCP to the daemon: %w", err)
 	}
 	return nil
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -82,6 +82,9 @@ type Daemon struct {
 	bg       sync.WaitGroup
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
+	// relays counts the connections switched to MCP (mcp_stdio.go);
+	// Close waits for them.
+	relays sync.WaitGroup
 
 	// mu guards the fields below.
 	mu       sync.Mutex
@@ -417,6 +420,7 @@ func (d *Daemon) Close(ctx context.Context) error {
 	}
 	wg.Wait()
 	d.bg.Wait()
+	d.relays.Wait()
 	if d.calls != nil {
 		errs = append(errs, d.calls.close())
 	}

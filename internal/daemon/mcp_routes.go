@@ -31,6 +31,7 @@ func (d *Daemon) mcpRoutes(mux *http.ServeMux) {
 		handler http.HandlerFunc
 	}{
 		{"GET /v1/sessions/{session}/mcp", d.handleMCPEndpoint},
+		{"GET /v1/sessions/{session}/mcp/stdio", d.handleMCPStdio}, // mcp_stdio.go
 		{"GET /v1/sessions/{session}/nodes/{node}/mcp", d.handleMCPFeatures},
 		{"POST /v1/sessions/{session}/nodes/{node}/mcp", d.handleMCPRequest},
 		{"GET /v1/sessions/{session}/nodes/{node}/mcp/attach", d.handleMCPAttach},
@@ -178,6 +179,24 @@ type streamAttachment struct {
 	commander bool
 }
 
+// attachMember is one member of an attachGroup: an attach stream, or
+// the MCP server of a connection switched to MCP (mcp_stdio.go).
+type attachMember interface {
+	// ask asks for kind (api.AttachSample, api.AttachElicit or an offer
+	// of either) with params and decodes the answer into result; why says
+	// why the request was withdrawn when ctx ends first.
+	ask(ctx context.Context, kind string, params, result any, why func(context.Context) string) error
+	// isCommander marks a REPL: it is offered requests first.
+	isCommander() bool
+	resourceUpdated(uri string)
+}
+
+func (a *streamAttachment) isCommander() bool { return a.commander }
+
+func (a *streamAttachment) resourceUpdated(uri string) {
+	_ = a.send(api.AttachLine{Kind: api.AttachResourceUpdated, URI: uri})
+}
+
 func (a *streamAttachment) send(line api.AttachLine) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -262,7 +281,7 @@ var (
 // made the call otherwise; then, when no plain stream exists, the latest
 // commander must answer even when idle. Nobody attached: declined.
 type attachGroup struct {
-	members []*streamAttachment // in attach order; guarded by attachMu
+	members []attachMember // in attach order; guarded by attachMu
 	detach  func()
 	// s and node name the node, to tell why a request was withdrawn;
 	// s may be nil (tests).
@@ -272,7 +291,7 @@ type attachGroup struct {
 
 // joinAttachGroup adds a to node id's group, attaching the group to the
 // session's hooks when it is the first; leave undoes it.
-func joinAttachGroup(b *mcpserver.SessionBackend, s *session.Session, id string, a *streamAttachment) (leave func()) {
+func joinAttachGroup(b *mcpserver.SessionBackend, s *session.Session, id string, a attachMember) (leave func()) {
 	key := attachKey{s, id}
 	attachMu.Lock()
 	g := attachGroups[key]
@@ -301,9 +320,9 @@ func (g *attachGroup) route(ctx context.Context, kind, offer string, params, res
 	start, ended := time.Now(), g.callsEnded()
 	why := func(ctx context.Context) string { return g.withdrawnWhy(ctx, start, ended) }
 	attachMu.Lock()
-	var commanders, plain []*streamAttachment
+	var commanders, plain []attachMember
 	for _, m := range slices.Backward(g.members) {
-		if m.commander {
+		if m.isCommander() {
 			commanders = append(commanders, m)
 		} else {
 			plain = append(plain, m)
@@ -319,7 +338,7 @@ func (g *attachGroup) route(ctx context.Context, kind, offer string, params, res
 			return ctx.Err()
 		}
 	}
-	for _, list := range [][]*streamAttachment{plain, commanders} {
+	for _, list := range [][]attachMember{plain, commanders} {
 		if len(list) > 0 {
 			return list[0].ask(ctx, kind, params, result, why)
 		}
@@ -406,7 +425,7 @@ func (g *attachGroup) ResourceUpdated(uri string) {
 	members := slices.Clone(g.members)
 	attachMu.Unlock()
 	for _, m := range members {
-		_ = m.send(api.AttachLine{Kind: api.AttachResourceUpdated, URI: uri})
+		m.resourceUpdated(uri)
 	}
 }
 

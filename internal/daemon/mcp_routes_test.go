@@ -73,7 +73,7 @@ func TestWithdrawnWhenAskingEnds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &lineRecorder{header: http.Header{}, lines: make(chan api.AttachLine, 8)}
-			g := &attachGroup{members: []*streamAttachment{{w: rec, enc: json.NewEncoder(rec), ctx: context.Background()}}}
+			g := &attachGroup{members: []attachMember{&streamAttachment{w: rec, enc: json.NewEncoder(rec), ctx: context.Background()}}}
 			ctx, cancel := tt.ctx()
 			errc := make(chan error, 1)
 			go func() {

@@ -3,14 +3,20 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -92,7 +98,8 @@ func BenchmarkCallStdio(b *testing.B) {
 	benchCall(b, benchServe(b, mcpserver.NewSessionBackend(benchSession(b)), ct, st))
 }
 
-// BenchmarkCallStdioDaemon is `nerve mcp serve`: an MCP client through OS
+// BenchmarkCallStdioDaemon is how `nerve mcp serve` worked before the
+// relay (ClientBackend): an MCP client through OS
 // pipes to the server, which reaches the session through the daemon's
 // local API (here an embedded daemon on an in-memory connection).
 func BenchmarkCallStdioDaemon(b *testing.B) {
@@ -102,6 +109,56 @@ func BenchmarkCallStdioDaemon(b *testing.B) {
 	}
 	ct, st := pipes(b)
 	benchCall(b, benchServe(b, mcpserver.NewClientBackend(sess), ct, st))
+}
+
+// BenchmarkCallStdioRelay is `nerve mcp serve` as it is: an MCP client
+// through OS pipes to a byte relay, and through the daemon's Unix socket
+// to the server the daemon runs on the session.
+func BenchmarkCallStdioRelay(b *testing.B) {
+	d, err := daemon.New(&daemon.Options{Registry: all.Registry()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "nb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sock := filepath.Join(dir, "s")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- d.Serve(ctx, ln) }()
+	b.Cleanup(func() { cancel(); <-served; d.Close(context.Background()); os.RemoveAll(dir) })
+	c := client.New(client.Options{Socket: sock})
+	b.Cleanup(func() { c.Close() })
+	sess := c.Session(daemon.DefaultSession)
+	if _, err := sess.Add(b.Context(), node.Spec{ID: "echo", Kind: "identity"}); err != nil {
+		b.Fatal(err)
+	}
+	conn, err := sess.MCPStdio(b.Context(), "", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cr, rw, err := os.Pipe() // client reads what the relay writes
+	if err != nil {
+		b.Fatal(err)
+	}
+	rr, cw, err := os.Pipe() // the relay reads what the client writes
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { io.Copy(conn, rr); conn.Close() })
+	wg.Go(func() { io.Copy(rw, conn); rw.Close() })
+	b.Cleanup(func() { cw.Close(); wg.Wait(); rr.Close(); cr.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(b.Context(), &mcp.IOTransport{Reader: cr, Writer: cw}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchCall(b, cs)
 }
 
 // BenchmarkCallHTTP is a call through the streamable HTTP endpoint on

@@ -15,8 +15,9 @@ import (
 )
 
 // ClientBackend is a Backend on a session of a daemon, reached through
-// the local API (`nerve mcp serve`). It is an Attacher through the
-// daemon's attach stream.
+// the local API, for a server outside the daemon (`nerve mcp serve` was
+// one until the daemon served stdio connections itself). It is an
+// Attacher through the daemon's attach stream.
 type ClientBackend struct {
 	s *client.Session
 }

@@ -7,6 +7,8 @@
 //
 // The server reaches the session through a Backend: SessionBackend wraps a
 // *session.Session (the daemon's streamable HTTP endpoint, see
-// NewHTTPHandler) and ClientBackend wraps a pkg/client session (`nerve mcp
-// serve` on stdio). Only internal/daemon and internal/cli import it.
+// NewHTTPHandler, and the daemon's stdio connections that `nerve mcp
+// serve` relays) and ClientBackend wraps a pkg/client session, for a
+// server outside the daemon. Only internal/daemon and internal/cli import
+// it.
 package mcpserver

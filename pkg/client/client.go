@@ -40,6 +40,7 @@ type Options struct {
 // Client talks to one daemon. It is safe for concurrent use.
 type Client struct {
 	opts     Options
+	dial     func(ctx context.Context) (net.Conn, error)
 	http     *http.Client
 	warnOnce sync.Once
 }
@@ -63,7 +64,7 @@ func New(opts Options) *Client {
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   false,
 	}
-	return &Client{opts: opts, http: &http.Client{Transport: tr}}
+	return &Client{opts: opts, dial: dial, http: &http.Client{Transport: tr}}
 }
 
 // Close releases idle connections.
