@@ -264,3 +264,29 @@ func TestMCPStdioNodeModeAsksTheClient(t *testing.T) {
 	cs.Close()
 	waitRelays(t, d)
 }
+
+// TestMCPStdioEndsWithTheSession: removing the session closes the MCP
+// connections serving it, so their clients start afresh.
+func TestMCPStdioEndsWithTheSession(t *testing.T) {
+	d, c := stdioDaemon(t)
+	s := c.Session("work")
+	if _, err := s.Add(t.Context(), node.Spec{ID: "w", Kind: "identity"}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.MCPStdio(t.Context(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	r := bufio.NewReader(conn)
+	send(t, conn, initLine)
+	answer(t, r, 1)
+	if err := c.RemoveSession(t.Context(), "work"); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := io.Copy(io.Discard, r); err != nil {
+		t.Fatalf("the connection should end with its session: %v", err)
+	}
+	waitRelays(t, d)
+}
