@@ -168,30 +168,21 @@ func BenchmarkIdleMCPNodes(b *testing.B) {
 // BenchmarkMCPServeProcess is one tools/call from an MCP client through a
 // real `nerve mcp serve` process and a real daemon, to an identity node:
 // the path Claude Code or Claude Desktop take with {"command": "nerve",
-// "args": ["mcp", "serve"]}. Sub-benchmarks compare `mcp serve`'s own GC
-// setting with the Go default (GOGC=100).
+// "args": ["mcp", "serve"]}.
 func BenchmarkMCPServeProcess(b *testing.B) {
 	h := benchHome(b)
 	mustB(b, h, "node", "add", "identity", "echo")
-	for _, tc := range []struct{ name, gogc string }{{"default-gc", "100"}, {"serve-gc", ""}} {
-		b.Run(tc.name, func(b *testing.B) {
-			cmd := h.cmd("mcp", "serve")
-			if tc.gogc != "" {
-				cmd.Env = append(cmd.Env, "GOGC="+tc.gogc)
-			}
-			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-			cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cs.Close()
-			args := map[string]any{"text": "hi"}
-			for b.Loop() {
-				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo.identity", Arguments: args})
-				if err != nil || res.IsError {
-					b.Fatalf("call: %v %v", err, res)
-				}
-			}
-		})
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.CommandTransport{Command: h.cmd("mcp", "serve")}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	args := map[string]any{"text": "hi"}
+	for b.Loop() {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo.identity", Arguments: args})
+		if err != nil || res.IsError {
+			b.Fatalf("call: %v %v", err, res)
+		}
 	}
 }

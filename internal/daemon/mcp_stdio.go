@@ -19,11 +19,6 @@ import (
 	"github.com/nerve-dev/nerve/pkg/session"
 )
 
-// UpgradeMCPStdio is the protocol GET /v1/sessions/{session}/mcp/stdio
-// switches its connection to: MCP's stdio transport (newline-delimited
-// JSON-RPC) in both directions. pkg/client asks for it by the same name.
-const UpgradeMCPStdio = "mcp-stdio"
-
 // handleMCPStdio serves the session (or ?node=NAME alone) as an MCP server
 // on the request's own connection, switched to MCP's stdio framing: the
 // server `nerve mcp serve` relays stdin and stdout to. Serving here rather
@@ -31,10 +26,10 @@ const UpgradeMCPStdio = "mcp-stdio"
 // per message. The connection ends when the client closes it, when the
 // session goes away or when the daemon stops.
 func (d *Daemon) handleMCPStdio(w http.ResponseWriter, r *http.Request) {
-	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", UpgradeMCPStdio) {
-		w.Header().Set("Upgrade", UpgradeMCPStdio)
+	if !headerHas(r.Header, "Connection", "upgrade") || !headerHas(r.Header, "Upgrade", api.UpgradeMCPStdio) {
+		w.Header().Set("Upgrade", api.UpgradeMCPStdio)
 		writeError(w, http.StatusUpgradeRequired, api.Error{Code: api.CodeBadRequest,
-			Message: fmt.Sprintf("this route speaks MCP on the connection itself: send `Connection: Upgrade` and `Upgrade: %s` (`nerve mcp serve` does)", UpgradeMCPStdio)})
+			Message: fmt.Sprintf("this route speaks MCP on the connection itself: send `Connection: Upgrade` and `Upgrade: %s` (`nerve mcp serve` does)", api.UpgradeMCPStdio)})
 		return
 	}
 	q := r.URL.Query()
@@ -104,7 +99,7 @@ func (d *Daemon) handleMCPStdio(w http.ResponseWriter, r *http.Request) {
 	_ = conn.SetDeadline(time.Time{})
 	h := w.Header().Clone()
 	h.Set("Connection", "Upgrade")
-	h.Set("Upgrade", UpgradeMCPStdio)
+	h.Set("Upgrade", api.UpgradeMCPStdio)
 	fmt.Fprintf(rw, "HTTP/1.1 %d %s\r\n", http.StatusSwitchingProtocols, http.StatusText(http.StatusSwitchingProtocols))
 	_ = h.Write(rw)
 	_, _ = rw.WriteString("\r\n")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/nerve-dev/nerve/pkg/api"
 	"io"
 	"net"
 	"net/http"
@@ -173,7 +174,7 @@ func TestMCPStdioNeedsUpgrade(t *testing.T) {
 			req := httptest.NewRequest("GET", "/v1/sessions/default/mcp/stdio", nil)
 			if tt.upgrade {
 				req.Header.Set("Connection", "Upgrade")
-				req.Header.Set("Upgrade", UpgradeMCPStdio)
+				req.Header.Set("Upgrade", api.UpgradeMCPStdio)
 			}
 			if tt.peer != nil {
 				req = req.WithContext(context.WithValue(req.Context(), peerKey{}, tt.peer))

@@ -79,3 +79,9 @@ type AttachAnswer struct {
 // CodeNotMCP is the error code for an MCP request to a node that is not
 // an MCP server (404).
 const CodeNotMCP = "not_mcp"
+
+// UpgradeMCPStdio is the protocol GET /v1/sessions/{s}/mcp/stdio switches
+// the connection to (`Connection: Upgrade`, `Upgrade: mcp-stdio`):
+// newline-delimited MCP JSON-RPC, as on a stdio server's pipes. `nerve mcp
+// serve` relays its stdin and stdout onto it.
+const UpgradeMCPStdio = "mcp-stdio"

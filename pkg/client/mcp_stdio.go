@@ -4,16 +4,13 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/nerve-dev/nerve/pkg/api"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 )
-
-// upgradeMCPStdio is the protocol the daemon's mcp/stdio route switches
-// to (daemon.UpgradeMCPStdio).
-const upgradeMCPStdio = "mcp-stdio"
 
 // MCPStdio opens a connection on which the daemon serves the session as
 // an MCP server, speaking MCP's stdio transport (newline-delimited
@@ -39,7 +36,7 @@ func (s *Session) MCPStdio(ctx context.Context, node, names string) (net.Conn, e
 		return nil, err
 	}
 	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", upgradeMCPStdio)
+	req.Header.Set("Upgrade", api.UpgradeMCPStdio)
 	conn, err := s.c.dial(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -77,8 +74,8 @@ func handshake(conn net.Conn, req *http.Request) (*http.Response, *bufio.Reader,
 		defer resp.Body.Close()
 		return resp, nil, responseError(resp)
 	}
-	if !strings.EqualFold(resp.Header.Get("Upgrade"), upgradeMCPStdio) {
-		return nil, nil, fmt.Errorf("%w: the daemon switched to %q, not %q (an older daemon? restart it with `nerve daemon stop`)", ErrProtocol, resp.Header.Get("Upgrade"), upgradeMCPStdio)
+	if !strings.EqualFold(resp.Header.Get("Upgrade"), api.UpgradeMCPStdio) {
+		return nil, nil, fmt.Errorf("%w: the daemon switched to %q, not %q (an older daemon? restart it with `nerve daemon stop`)", ErrProtocol, resp.Header.Get("Upgrade"), api.UpgradeMCPStdio)
 	}
 	return resp, br, nil
 }
