@@ -43,7 +43,7 @@ func runDaemonHelper() {
 	}
 	line, _ := bufio.NewReader(p.Stdout).ReadString('\n')
 	fmt.Println("pids", p.Pid(), strings.TrimSpace(line), p.lifeline.Pid())
-	select {}
+	testutil.Hang()
 }
 
 func start(t *testing.T, argv []string, opts *Options) *Proc {

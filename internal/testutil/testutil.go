@@ -19,6 +19,16 @@ import (
 	"time"
 )
 
+// Hang blocks the calling goroutine for good, as a stuck process would. A
+// bare select {} is not enough: built without cgo, the runtime notices that
+// every goroutine is asleep and kills the process with "all goroutines are
+// asleep - deadlock!" — a different fault from the one the test stages.
+func Hang() {
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
 // RequireE2EEnv is the environment variable under which a test whose real
 // peer is missing fails instead of skipping. CI sets it to 1.
 const RequireE2EEnv = "NERVE_REQUIRE_E2E"

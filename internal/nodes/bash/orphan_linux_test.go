@@ -56,7 +56,7 @@ func runDaemonHelper() {
 		}
 	}
 	fmt.Println("pids", strings.Join(pids, " "))
-	select {}
+	testutil.Hang()
 }
 
 // TestDaemonKilledLeavesNoOrphan SIGKILLs a process running a bash node

@@ -46,7 +46,7 @@ func runDaemonHelper() {
 	}
 	d := n.Info().Details
 	fmt.Println("ready", d["mcp_config_file"], d["pid"])
-	select {}
+	testutil.Hang()
 }
 
 func TestKilledDaemonLeavesNoClaudeAndCleanupRemovesItsConfig(t *testing.T) {

@@ -364,7 +364,7 @@ func runDaemonHelper() {
 	ll := n.conn.proc.LifelinePid()
 	n.mu.RUnlock()
 	fmt.Println("pids", serverPid(n), childPid(n), ll)
-	select {}
+	testutil.Hang()
 }
 
 // TestDaemonKilledLeavesNoOrphan SIGKILLs a process that runs a node (as

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -125,16 +126,16 @@ func runHelper(mode string) {
 		os.Exit(3)
 	case "garbage":
 		fmt.Println("Server listening on port 3000")
-		select {}
+		testutil.Hang()
 	case "hang":
 		fmt.Fprintln(os.Stderr, "warming up")
-		select {}
+		testutil.Hang()
 	case "daemon":
 		runDaemonHelper()
 	case "ignore-stdin":
 		// A server that never exits by itself: stop must signal it.
 		go newTestServer().Run(context.Background(), &mcp.StdioTransport{})
-		select {}
+		testutil.Hang()
 	}
 }
 
