@@ -207,6 +207,8 @@ func stepLine(l api.CallLine) string {
 		data = data[:157] + "..."
 	}
 	switch l.Step {
+	case "graph":
+		return graphStepLine(l.Data)
 	case "tool_call", "tool_use":
 		return "→ " + data
 	case "tool_result":

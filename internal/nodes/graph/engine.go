@@ -38,6 +38,9 @@ const (
 	StateFailed   = "failed"
 	StateRetried  = "retried"
 	StateSkipped  = "skipped"
+	// StateCancelled is a step stopped because the run ended (another
+	// step failed, or the caller cancelled); it appears in records only.
+	StateCancelled = "cancelled"
 )
 
 // StepEvent is something that happened to a step; it reaches the caller
@@ -256,7 +259,7 @@ func (r *run) finish(ctx context.Context, s *Step, rec *StepRecord, start time.T
 	if err != nil && ctx.Err() != nil {
 		// The run was cancelled (another step failed, or the caller
 		// left): this step did not fail on its own.
-		rec.State, rec.Error = StateFailed, "cancelled"
+		rec.State, rec.Error = StateCancelled, "the run was cancelled"
 		r.record(*rec)
 		return nil
 	}

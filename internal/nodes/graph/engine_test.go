@@ -211,7 +211,7 @@ steps:
 	if n := f.inFlight.Load(); n != 0 {
 		t.Errorf("%d calls still in flight after the run failed", n)
 	}
-	if r, _ := recs.Load("long"); r.(StepRecord).Error != "cancelled" {
+	if r, _ := recs.Load("long"); r.(StepRecord).State != StateCancelled {
 		t.Errorf("long = %+v", r)
 	}
 	if _, ran := recs.Load("later"); ran {

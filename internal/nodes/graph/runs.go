@@ -117,7 +117,20 @@ func (s *runStore) files() []string {
 }
 
 func (s *runStore) read(id string) (*Record, error) {
-	if s.dir == "" || strings.ContainsAny(id, "/\\") || strings.HasPrefix(id, ".") {
+	if s.dir == "" {
+		// No folder (an embedded session): the runs kept in memory.
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, r := range s.recent {
+			if r.ID == id {
+				c := *r
+				c.Steps = slices.Clone(r.Steps)
+				return &c, nil
+			}
+		}
+		return nil, fmt.Errorf("no run %q of graph %s (list them with `nerve graph runs %s`)", id, s.graph, s.graph)
+	}
+	if strings.ContainsAny(id, "/\\") || strings.HasPrefix(id, ".") {
 		return nil, fmt.Errorf("no run %q of graph %s", id, s.graph)
 	}
 	b, err := os.ReadFile(filepath.Join(s.dir, id+".json"))
