@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/nerve-dev/nerve/fixtures/llmserver"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
@@ -98,4 +101,38 @@ output: "${steps.join.text}"
 		{argv: []string{"graph", "show", runs[0].ID}, stdout: "each   failed"},
 		{argv: []string{"graph", "resume", runs[1].ID}, code: ExitFailed, stderr: "finished; there is nothing to resume"},
 	})
+}
+
+// TestGraphWithClaudeStepCalledByLLM: an llm node calls a graph whose step
+// asks a Claude node (fixtures/fakeclaude); the model gets the graph's
+// output as the tool result.
+func TestGraphWithClaudeStepCalledByLLM(t *testing.T) {
+	fakeClaude := testutil.BuildBinary(t, "./fixtures/fakeclaude")
+	s := llmserver.Start(
+		llmserver.Turn{ToolCalls: []llmserver.ToolCall{{ID: "c1", Name: "up__run", Arguments: `{"text":"hi"}`}}},
+		llmserver.Turn{Text: "the graph answered"},
+	)
+	t.Cleanup(s.Close)
+	env, out, errb := embeddedEnv(t)
+	def := writeFile(t, filepath.Join(t.TempDir(), "up.yaml"), `
+inputs: {text: {type: string, description: what to tell Claude}}
+steps:
+  ask:  {call: cl.ask_claude, args: {message: "${inputs.text}"}}
+  wrap: {call: echo.identity, args: {text: "claude: ${steps.ask.text}"}}
+`)
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "identity", "echo"}},
+		{argv: []string{"node", "add", "claude", "cl", "--env", "FAKECLAUDE_HOME=" + t.TempDir(), "--", fakeClaude}, stdout: "READY"},
+		{argv: []string{"graph", "add", "up", "--from", def}},
+		{argv: []string{"call", "@up", "text=hello"}, stdout: "claude: You said: hello"},
+		{argv: []string{"node", "add", "llm", "ag", "--base-url", s.URL, "--model", "m", "--tools", "up", "--stream=false"}, stdout: "READY with 1 tool"},
+		{argv: []string{"call", "@ag", "use the graph"}, stdout: "the graph answered"},
+	})
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	if res, ok := reqs[1].ToolResult("c1"); !ok || !strings.Contains(res, "claude: You said: hi") {
+		t.Errorf("tool result the model saw: %q (found %v)", res, ok)
+	}
 }
