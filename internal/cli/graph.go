@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/internal/nodes/graph"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -34,6 +36,15 @@ Examples:
   nerve graph runs review`,
 		Sub: []*Command{
 			{Name: "add", Summary: "add a graph from a YAML or JSON file, checked against the session's tools", Usage: "graph add NAME --from FILE", Flags: []*Flag{from}, Run: runGraphAdd},
+			{Name: "step", Summary: "add or replace one step, written as a Commander call; creates the graph if needed", Usage: "graph step GRAPH STEP @NODE TOOL [ARGS...]", RawArgs: true, Run: runGraphStep,
+				Help: `ARGS are written as for the call itself (key=value or {JSON}); they may hold
+${inputs.K} and ${steps.ID.text} references, and inputs referred to are
+declared as strings. Policies (retry, when, foreach, ...) are added with
+` + "`nerve graph export`" + `, an editor and ` + "`nerve graph edit`" + `.
+
+Examples:
+  nerve graph step review read @fs read_text_file 'path=${inputs.file}'
+  nerve graph step review ask @claude ask_claude 'message=Review: ${steps.read.text}'`},
 			{Name: "edit", Summary: "replace a graph's definition (checked before the old one goes)", Usage: "graph edit NAME --from FILE", Flags: []*Flag{from}, Complete: "node", Run: runGraphEdit},
 			{Name: "rm", Aliases: []string{"remove"}, Summary: "remove a graph", Usage: "graph rm NAME", Complete: "node", Run: runGraphRm},
 			{Name: "ls", Aliases: []string{"list"}, Summary: "list the session's graphs", Usage: "graph ls", Run: runGraphLs},
@@ -45,14 +56,16 @@ Examples:
 	}
 }
 
+// filePos is the line:column at the start of a mistake.
+var filePos = regexp.MustCompile(`^\d+:\d+: `)
+
 // graphFileError is a graph definition with mistakes (exit 2).
 type graphFileError struct{ msg string }
 
 func (e *graphFileError) Error() string { return e.msg }
 func (e *graphFileError) Unwrap() error { return client.ErrBadRequest }
 
-// readGraph reads and checks a graph file against the session: its
-// format, its calls (tools, arguments) and cycles through other graphs.
+// readGraph reads a graph file and checks it against the session.
 func readGraph(ctx context.Context, env *Env, s *client.Session, name, file string) (string, error) {
 	if file == "" {
 		return "", fmt.Errorf("say where the definition is: --from FILE (YAML or JSON), or --from - for standard input")
@@ -67,9 +80,21 @@ func readGraph(ctx context.Context, env *Env, s *client.Session, name, file stri
 	if err != nil {
 		return "", fmt.Errorf("reading the graph: %w", err)
 	}
+	return string(src), checkGraph(ctx, s, name, file, string(src))
+}
+
+// checkGraph checks a definition against the session: its format, its
+// calls (tools, arguments) and cycles through other graphs. Mistakes are
+// listed as FILE:LINE:COLUMN.
+func checkGraph(ctx context.Context, s *client.Session, name, file, src string) error {
 	prefix := func(err error) error {
 		lines := strings.Split(err.Error(), "\n")
 		for i, l := range lines {
+			if file == "" {
+				// A definition the builder wrote: its places mean nothing to the person.
+				lines[i] = "graph " + name + ": " + filePos.ReplaceAllString(l, "")
+				continue
+			}
 			if l != "" && l[0] >= '0' && l[0] <= '9' {
 				lines[i] = file + ":" + l
 			} else {
@@ -78,13 +103,13 @@ func readGraph(ctx context.Context, env *Env, s *client.Session, name, file stri
 		}
 		return &graphFileError{msg: fmt.Sprintf("graph %s has mistakes:\n  %s", name, strings.Join(lines, "\n  "))}
 	}
-	d, err := graph.Parse(src)
+	d, err := graph.Parse([]byte(src))
 	if err != nil {
-		return "", prefix(err)
+		return prefix(err)
 	}
 	toolset, err := s.Toolset(ctx)
 	if err != nil {
-		return "", err
+		return err
 	}
 	tools := map[string]*mcp.Tool{}
 	for _, t := range toolset {
@@ -94,12 +119,12 @@ func readGraph(ctx context.Context, env *Env, s *client.Session, name, file stri
 	}
 	graphs, err := sessionGraphs(ctx, s, name)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := graph.CheckCalls(d, name, tools, graphs); err != nil {
-		return "", prefix(err)
+		return prefix(err)
 	}
-	return string(src), nil
+	return nil
 }
 
 // sessionGraphs returns the definitions of the session's graphs but skip.
@@ -505,4 +530,62 @@ func graphStepLine(data []byte) string {
 		return "✗ " + ev.Step + took + ": " + firstLine(ev.Error)
 	}
 	return ev.Step + " " + ev.State
+}
+
+func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
+	if len(inv.Args) < 4 || !strings.HasPrefix(inv.Args[2], "@") {
+		return usagef(inv, "`nerve graph step` needs GRAPH STEP @NODE TOOL [ARGS...], e.g. `nerve graph step review read @fs read_text_file 'path=${inputs.file}'`")
+	}
+	name, id := inv.Args[0], inv.Args[1]
+	if err := node.ValidateID(name); err != nil {
+		return usagef(inv, "%v", err)
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	line := strings.Join(inv.Args[2:], " ")
+	nodeID := lineNode(line)
+	tools, err := s.Tools(ctx, nodeID)
+	if err != nil {
+		return err
+	}
+	ln, err := commander.Parse(line, commander.NewIndex(map[string][]*mcp.Tool{nodeID: tools}), nil)
+	if err != nil {
+		return usagef(inv, "%v", err)
+	}
+	if ln.Kind != commander.Call {
+		return usagef(inv, "give the step's call as @NODE TOOL ARGS (as you would call it), not %q", line)
+	}
+	old, err := graphSource(ctx, s, name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, client.ErrNodeNotFound) {
+		return err
+	}
+	src, err := graph.AddStep(old, id, ln.Node+"."+ln.Tool, ln.Args)
+	if err != nil {
+		return usagef(inv, "%v", err)
+	}
+	if err := checkGraph(ctx, s, name, "", src); err != nil {
+		return err
+	}
+	if exists {
+		if err := s.Remove(ctx, name); err != nil {
+			return err
+		}
+	}
+	info, err := s.Add(ctx, graphSpec(name, src))
+	if err != nil {
+		if exists {
+			if _, err2 := s.Add(ctx, graphSpec(name, old)); err2 != nil {
+				return errors.Join(err, fmt.Errorf("restoring the old definition: %w", err2))
+			}
+		}
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, info)
+	}
+	fmt.Fprintf(env.Stderr, "graph %s: step %s calls %s.%s (%s)\n", name, id, ln.Node, ln.Tool, info.Summary)
+	return nil
 }

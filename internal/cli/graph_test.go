@@ -136,3 +136,18 @@ steps:
 		t.Errorf("tool result the model saw: %q (found %v)", res, ok)
 	}
 }
+
+// TestGraphStepBuilder builds a graph step by step, as at the REPL.
+func TestGraphStepBuilder(t *testing.T) {
+	env, out, errb := embeddedEnv(t)
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "identity", "echo"}},
+		{argv: []string{"graph", "step", "b1", "one", "@echo", "identity", "text=${inputs.word}"}, stderr: "graph b1: step one calls echo.identity (1 steps)"},
+		{argv: []string{"graph", "step", "b1", "two", "@echo", "identity", "text=${steps.one.text}!"}, stderr: "(2 steps)"},
+		{argv: []string{"call", "@b1", "word=hey"}, stdout: "hey!"},
+		{argv: []string{"graph", "step", "b1", "three", "@echo", "identity", "text=${steps.on.text}"}, code: ExitUsage, stderr: `graph b1: ${steps.on.text}: no step "on"; did you mean "one"?`},
+		{argv: []string{"graph", "step", "b1", "three", "@ecko", "identity", "text=x"}, code: ExitUsage, stderr: "ecko"},
+		{argv: []string{"graph", "export", "b1"}, stdout: "inputs:\n  word: {type: string}\nsteps:\n  one: {call: echo.identity, args: {text: '${inputs.word}'}}\n"},
+		{argv: []string{"call", "@b1", "word=again"}, stdout: "again!"},
+	})
+}
