@@ -195,11 +195,24 @@ steps:
 
 func TestRunFailureCancelsOtherBranches(t *testing.T) {
 	f := newFake()
+	// bad fails once both long steps are in their calls.
+	started := make(chan struct{}, 2)
+	wait := f.tools["e.wait"]
+	f.tools["e.wait"] = func(ctx context.Context, a map[string]any) (*mcp.CallToolResult, error) {
+		started <- struct{}{}
+		return wait(ctx, a)
+	}
+	fail := f.tools["e.fail"]
+	var both sync.Once
+	f.tools["e.failLater"] = func(ctx context.Context, a map[string]any) (*mcp.CallToolResult, error) {
+		both.Do(func() { <-started; <-started })
+		return fail(ctx, a)
+	}
 	d := mustParse(t, `
 steps:
   long: {call: e.wait}
   long2: {call: e.wait}
-  bad:  {call: e.fail, retry: {attempts: 2}}
+  bad:  {call: e.failLater, retry: {attempts: 2}}
   later: {call: e.identity, args: {text: "${steps.bad.text}"}}
 `)
 	var recs sync.Map
