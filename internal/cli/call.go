@@ -135,6 +135,10 @@ func showCallLine(env *Env, nodeID string, l api.CallLine) {
 		}
 	case node.EventLog:
 		fmt.Fprintf(env.Stderr, "@%s %s: %s\n", nodeID, l.Level, strings.TrimSpace(string(l.Data)))
+	case node.EventStep:
+		if l.Step == "graph" {
+			fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, graphStepLine(l.Data))
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ Examples:
 		Run: runREPL,
 		Sub: []*Command{
 			nodeCmd(),
+			graphCmd(), // graph.go
 			{
 				Name:     "tools",
 				Summary:  "list every tool of the session as node.tool, or one node's tools",

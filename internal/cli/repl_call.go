@@ -161,6 +161,7 @@ type status struct {
 	frame    int
 	paused   bool     // a request from a server is being answered
 	held     []string // log and step lines held back meanwhile
+	graph    graphSteps
 }
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -181,6 +182,9 @@ func (s *status) event(l api.CallLine) {
 		data := strings.TrimSpace(string(l.Data))
 		s.sideLineLocked(fmt.Sprintf("[%s] %s", l.Level, data))
 	case node.EventStep:
+		if l.Step == "graph" {
+			s.graph.update(l.Data)
+		}
 		if line := stepLine(l); line != "" {
 			s.sideLineLocked(line)
 		}
@@ -207,6 +211,8 @@ func stepLine(l api.CallLine) string {
 		data = data[:157] + "..."
 	}
 	switch l.Step {
+	case "graph":
+		return graphStepLine(l.Data)
 	case "tool_call", "tool_use":
 		return "→ " + data
 	case "tool_result":
@@ -255,6 +261,9 @@ func (s *status) drawLocked() {
 	}
 	if s.message != "" {
 		line += " " + s.message
+	}
+	if g := s.graph.String(); g != "" {
+		line += " · " + g
 	}
 	fmt.Fprint(s.r.errOut, "\r\x1b[K"+paint(s.r.style, s.r.style.Dim, line))
 	s.shown = true

@@ -97,6 +97,12 @@ func parseAt(ln *Line, s string, cat Catalog, refs Refs) (*Line, error) {
 			// No parameter takes free text: the rest is the tool's arguments.
 			return parseToolArgs(ln, t, rest, refs, false)
 		}
+		if explicitKeyValues(t, rest) {
+			// `@review file=README.md`: every word is a known key=value.
+			if kv, err := parseToolArgs(ln, t, rest, refs, false); err == nil && kv.Form == FormKeyValue {
+				return kv, nil
+			}
+		}
 		// `@bash ls -la ?`: the whole rest, '?' and all, is the text.
 		return textCall(ln, t, raw, rest, refs)
 	}
@@ -129,6 +135,19 @@ func explicitArgs(t *mcp.Tool, after string) bool {
 		return known
 	}
 	return false
+}
+
+// explicitKeyValues reports whether every word of rest is KEY=VALUE with
+// a KEY the tool knows, so a single-tool node's line reads as arguments
+// (`@review file=README.md`), not text (`@bash FOO=1 env` stays text).
+func explicitKeyValues(t *mcp.Tool, rest string) bool {
+	key, ok := leadingKey(rest)
+	if !ok {
+		return false
+	}
+	s := toolSchema(t)
+	_, known := property(s, s, key)
+	return known
 }
 
 // parseToolArgs parses the arguments of a known tool. afterName says whether

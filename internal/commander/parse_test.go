@@ -118,6 +118,8 @@ func TestParse(t *testing.T) {
 		{name: "single-tool text ending in ?", input: "@bash echo ?", kind: Call, node: "bash", tool: "bash", args: `{"command":"echo ?"}`, form: FormText},
 		{name: "single-tool text keeps quotes and braces", input: `@bash echo "a  b" | jq '{x: .}'`, kind: Call, node: "bash", tool: "bash", args: `{"command":"echo \"a  b\" | jq '{x: .}'"}`, form: FormText},
 		{name: "single-tool text starting with the tool name", input: "@bash bash script.sh", kind: Call, node: "bash", tool: "bash", args: `{"command":"bash script.sh"}`, form: FormText},
+		{name: "single-tool known keys are key=value", input: "@bash command=ls timeout=5", kind: Call, node: "bash", tool: "bash", args: `{"command":"ls","timeout":5}`, form: FormKeyValue},
+		{name: "single-tool known key then text stays text", input: "@bash timeout=5 sleep 1", kind: Call, node: "bash", tool: "bash", args: `{"command":"timeout=5 sleep 1"}`, form: FormText},
 		{name: "single-tool text looking like key=value", input: "@bash FOO=1 env", kind: Call, node: "bash", tool: "bash", args: `{"command":"FOO=1 env"}`, form: FormText},
 		{name: "single-tool text starting with a brace", input: "@bash { ls; }", kind: Call, node: "bash", tool: "bash", args: `{"command":"{ ls; }"}`, form: FormText},
 		{name: "single-tool multi-line text", input: "@bash f() {\n  echo hi\n}", kind: Call, node: "bash", tool: "bash", args: `{"command":"f() {\n  echo hi\n}"}`, form: FormText},

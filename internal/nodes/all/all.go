@@ -5,6 +5,7 @@ package all
 import (
 	"github.com/nerve-dev/nerve/internal/nodes/bash"
 	"github.com/nerve-dev/nerve/internal/nodes/claude"
+	"github.com/nerve-dev/nerve/internal/nodes/graph"
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
 	"github.com/nerve-dev/nerve/internal/nodes/llm"
 	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcp"
@@ -15,6 +16,7 @@ import (
 func Register(r *session.Registry) {
 	r.Register(bash.Kind, bash.New)
 	r.Register(claude.Kind, claude.New)
+	r.Register(graph.Kind, graph.New)
 	r.Register(identity.Kind, identity.New)
 	r.Register(llm.Kind, llm.New)
 	r.Register(mcpnode.Kind, mcpnode.New)

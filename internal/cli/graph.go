@@ -1,0 +1,591 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/internal/nodes/graph"
+	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+func graphCmd() *Command {
+	from := &Flag{Name: "from", Value: "FILE", Usage: "the graph's definition, YAML or JSON (- reads standard input)"}
+	return &Command{
+		Name:    "graph",
+		Summary: "add, export and run graphs: pipelines of tool calls that are nodes themselves",
+		Usage:   "graph COMMAND",
+		Help: `A graph is a node whose one tool, run, calls other nodes' tools in steps
+(see docs/graphs.md). Run it like any node: ` + "`nerve call @review file=README.md`" + `.
+
+Examples:
+  nerve graph add review --from review.yaml
+  nerve call @review ?
+  nerve graph runs review`,
+		Sub: []*Command{
+			{Name: "add", Summary: "add a graph from a YAML or JSON file, checked against the session's tools", Usage: "graph add NAME --from FILE", Flags: []*Flag{from}, Run: runGraphAdd},
+			{Name: "step", Summary: "add or replace one step, written as a Commander call; creates the graph if needed", Usage: "graph step GRAPH STEP @NODE TOOL [ARGS...]", RawArgs: true, Run: runGraphStep,
+				Help: `ARGS are written as for the call itself (key=value or {JSON}); they may hold
+${inputs.K} and ${steps.ID.text} references, and inputs referred to are
+declared as strings. Policies (retry, when, foreach, ...) are added with
+` + "`nerve graph export`" + `, an editor and ` + "`nerve graph edit`" + `.
+
+Examples:
+  nerve graph step review read @fs read_text_file 'path=${inputs.file}'
+  nerve graph step review ask @claude ask_claude 'message=Review: ${steps.read.text}'`},
+			{Name: "edit", Summary: "replace a graph's definition (checked before the old one goes)", Usage: "graph edit NAME --from FILE", Flags: []*Flag{from}, Complete: "node", Run: runGraphEdit},
+			{Name: "rm", Aliases: []string{"remove"}, Summary: "remove a graph", Usage: "graph rm NAME", Complete: "node", Run: runGraphRm},
+			{Name: "ls", Aliases: []string{"list"}, Summary: "list the session's graphs", Usage: "graph ls", Run: runGraphLs},
+			{Name: "export", Summary: "print a graph's definition as it was written", Usage: "graph export NAME", Complete: "node", Run: runGraphExport},
+			{Name: "runs", Summary: "list a graph's recent runs: state, time, each step", Usage: "graph runs NAME", Complete: "node", Run: runGraphRuns},
+			{Name: "show", Summary: "show one run: each step's arguments, result and time", Usage: "graph show RUN", Run: runGraphShow},
+			{Name: "resume", Summary: "finish an interrupted run: only the steps that had not finished run", Usage: "graph resume RUN", Run: runGraphResume},
+		},
+	}
+}
+
+// filePos is the line:column at the start of a mistake.
+var filePos = regexp.MustCompile(`^\d+:\d+: `)
+
+// graphFileError is a graph definition with mistakes (exit 2).
+type graphFileError struct{ msg string }
+
+func (e *graphFileError) Error() string { return e.msg }
+func (e *graphFileError) Unwrap() error { return client.ErrBadRequest }
+
+// readGraph reads a graph file and checks it against the session.
+func readGraph(ctx context.Context, env *Env, s *client.Session, name, file string) (string, error) {
+	if file == "" {
+		return "", fmt.Errorf("say where the definition is: --from FILE (YAML or JSON), or --from - for standard input")
+	}
+	var src []byte
+	var err error
+	if file == "-" {
+		src, err = io.ReadAll(env.Stdin)
+	} else {
+		src, err = os.ReadFile(file)
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading the graph: %w", err)
+	}
+	return string(src), checkGraph(ctx, s, name, file, string(src))
+}
+
+// checkGraph checks a definition against the session: its format, its
+// calls (tools, arguments) and cycles through other graphs. Mistakes are
+// listed as FILE:LINE:COLUMN.
+func checkGraph(ctx context.Context, s *client.Session, name, file, src string) error {
+	prefix := func(err error) error {
+		lines := strings.Split(err.Error(), "\n")
+		for i, l := range lines {
+			if file == "" {
+				// A definition the builder wrote: its places mean nothing to the person.
+				lines[i] = "graph " + name + ": " + filePos.ReplaceAllString(l, "")
+				continue
+			}
+			if l != "" && l[0] >= '0' && l[0] <= '9' {
+				lines[i] = file + ":" + l
+			} else {
+				lines[i] = file + ": " + l
+			}
+		}
+		return &graphFileError{msg: fmt.Sprintf("graph %s has mistakes:\n  %s", name, strings.Join(lines, "\n  "))}
+	}
+	d, err := graph.Parse([]byte(src))
+	if err != nil {
+		return prefix(err)
+	}
+	toolset, err := s.Toolset(ctx)
+	if err != nil {
+		return err
+	}
+	tools := map[string]*mcp.Tool{}
+	for _, t := range toolset {
+		if t.Node != name {
+			tools[t.Qualified] = t.Tool
+		}
+	}
+	graphs, err := sessionGraphs(ctx, s, name)
+	if err != nil {
+		return err
+	}
+	if err := graph.CheckCalls(d, name, tools, graphs); err != nil {
+		return prefix(err)
+	}
+	return nil
+}
+
+// sessionGraphs returns the definitions of the session's graphs but skip.
+func sessionGraphs(ctx context.Context, s *client.Session, skip string) (map[string]*graph.Def, error) {
+	infos, err := s.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*graph.Def{}
+	for _, i := range infos {
+		if i.Kind != graph.Kind || i.ID == skip {
+			continue
+		}
+		src, err := graphSource(ctx, s, i.ID)
+		if err != nil {
+			continue
+		}
+		if d, err := graph.Parse([]byte(src)); err == nil {
+			out[i.ID] = d
+		}
+	}
+	return out, nil
+}
+
+func graphSource(ctx context.Context, s *client.Session, id string) (string, error) {
+	d, err := s.Node(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	if d.Spec.Kind != graph.Kind {
+		return "", fmt.Errorf("node %q is a %s node, not a graph (list graphs with `nerve graph ls`)", id, d.Spec.Kind)
+	}
+	var o graph.Options
+	if err := json.Unmarshal(d.Spec.Options, &o); err != nil {
+		return "", fmt.Errorf("graph %q: %w", id, err)
+	}
+	return o.Source, nil
+}
+
+func graphSpec(name, src string) node.Spec {
+	opts, _ := json.Marshal(graph.Options{Source: src})
+	return node.Spec{ID: name, Kind: graph.Kind, Options: opts}
+}
+
+func oneArg(inv *Invocation, what string) (string, error) {
+	if len(inv.Args) != 1 {
+		return "", usagef(inv, "`nerve %s` takes one %s", strings.Join(inv.Path, " "), what)
+	}
+	return inv.Args[0], nil
+}
+
+func runGraphAdd(ctx context.Context, env *Env, inv *Invocation) error {
+	name, err := oneArg(inv, "NAME")
+	if err != nil {
+		return err
+	}
+	if err := node.ValidateID(name); err != nil {
+		return usagef(inv, "%v", err)
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	src, err := readGraph(ctx, env, s, name, inv.Flag("from"))
+	if err != nil {
+		return err
+	}
+	info, err := s.Add(ctx, graphSpec(name, src))
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, info)
+	}
+	fmt.Fprintf(env.Stderr, "graph %s added (%s); run it with `@%s ?` to see its inputs\n", name, info.Summary, name)
+	return nil
+}
+
+func runGraphEdit(ctx context.Context, env *Env, inv *Invocation) error {
+	name, err := oneArg(inv, "NAME")
+	if err != nil {
+		return err
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	old, err := graphSource(ctx, s, name)
+	if err != nil {
+		return err
+	}
+	src, err := readGraph(ctx, env, s, name, inv.Flag("from"))
+	if err != nil {
+		return err
+	}
+	if err := s.Remove(ctx, name); err != nil {
+		return err
+	}
+	info, err := s.Add(ctx, graphSpec(name, src))
+	if err != nil {
+		// Put the old one back: an edit that fails changes nothing.
+		if _, err2 := s.Add(ctx, graphSpec(name, old)); err2 != nil {
+			return errors.Join(err, fmt.Errorf("restoring the old definition: %w", err2))
+		}
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, info)
+	}
+	fmt.Fprintf(env.Stderr, "graph %s changed (%s)\n", name, info.Summary)
+	return nil
+}
+
+func runGraphRm(ctx context.Context, env *Env, inv *Invocation) error {
+	name, err := oneArg(inv, "NAME")
+	if err != nil {
+		return err
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := graphSource(ctx, s, name); err != nil {
+		return err
+	}
+	if err := s.Remove(ctx, name); err != nil {
+		return err
+	}
+	fmt.Fprintf(env.Stderr, "graph %s removed\n", name)
+	return nil
+}
+
+func runGraphLs(ctx context.Context, env *Env, inv *Invocation) error {
+	if len(inv.Args) > 0 {
+		return usagef(inv, "`nerve graph ls` takes no arguments")
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	infos, err := s.Nodes(ctx)
+	if err != nil {
+		return err
+	}
+	var graphs []node.Info
+	for _, i := range infos {
+		if i.Kind == graph.Kind {
+			graphs = append(graphs, i)
+		}
+	}
+	if env.JSON {
+		if graphs == nil {
+			graphs = []node.Info{}
+		}
+		return printJSON(env, graphs)
+	}
+	if len(graphs) == 0 {
+		fmt.Fprintln(env.Stderr, "no graphs; add one with `nerve graph add NAME --from FILE`")
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "GRAPH\tSTATE\tSTEPS\tRUNS\tRUNNING\tLAST RUN")
+	for _, i := range graphs {
+		last := "-"
+		if runs := runsOf(i); len(runs) > 0 {
+			last = fmt.Sprintf("%s %s", runs[0].State, runs[0].Started.Local().Format("2006-01-02 15:04:05"))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.ID, i.State, strings.TrimSuffix(i.Summary, " steps"), i.Calls, i.InFlight, last)
+	}
+	return tw.Flush()
+}
+
+func runGraphExport(ctx context.Context, env *Env, inv *Invocation) error {
+	name, err := oneArg(inv, "NAME")
+	if err != nil {
+		return err
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	src, err := graphSource(ctx, s, name)
+	if err != nil {
+		return err
+	}
+	if !strings.HasSuffix(src, "\n") {
+		src += "\n"
+	}
+	_, err = io.WriteString(env.Stdout, src)
+	return err
+}
+
+// runSummary is a run as a graph node's info lists it.
+type runSummary struct {
+	ID      string           `json:"id"`
+	State   string           `json:"state"`
+	Started time.Time        `json:"started"`
+	Millis  float64          `json:"ms"`
+	Error   string           `json:"error,omitempty"`
+	Inputs  map[string]any   `json:"inputs,omitempty"`
+	Output  string           `json:"output,omitempty"`
+	Steps   []map[string]any `json:"steps"`
+}
+
+func runsOf(i node.Info) []runSummary {
+	b, err := json.Marshal(i.Details["runs"])
+	if err != nil {
+		return nil
+	}
+	var runs []runSummary
+	_ = json.Unmarshal(b, &runs)
+	return runs
+}
+
+func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
+	name, err := oneArg(inv, "NAME")
+	if err != nil {
+		return err
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	d, err := s.Node(ctx, name)
+	if err != nil {
+		return err
+	}
+	if d.Spec.Kind != graph.Kind {
+		return fmt.Errorf("node %q is a %s node, not a graph", name, d.Spec.Kind)
+	}
+	runs := runsOf(d.Info)
+	if env.JSON {
+		if runs == nil {
+			runs = []runSummary{}
+		}
+		return printJSON(env, runs)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintf(env.Stderr, "graph %s has not run yet; run it with `nerve call @%s ...`\n", name, name)
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATE\tSTARTED\tTIME\tSTEPS")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.State, r.Started.Local().Format("2006-01-02 15:04:05"),
+			roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), stepStates(r.Steps))
+	}
+	return tw.Flush()
+}
+
+// stepStates counts a run's steps by state: "3 finished, 1 failed".
+func stepStates(steps []map[string]any) string {
+	var order []string
+	count := map[string]int{}
+	for _, st := range steps {
+		s, _ := st["state"].(string)
+		if count[s] == 0 {
+			order = append(order, s)
+		}
+		count[s]++
+	}
+	parts := make([]string, len(order))
+	for i, s := range order {
+		parts[i] = fmt.Sprintf("%d %s", count[s], s)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// findRun finds a run by id; the graph's name is the id's first part.
+func findRun(ctx context.Context, env *Env, inv *Invocation) (*client.Session, string, *runSummary, error) {
+	id, err := oneArg(inv, "RUN (see `nerve graph runs NAME`)")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	name, _, ok := strings.Cut(id, ".")
+	if !ok {
+		return nil, "", nil, usagef(inv, "%q is not a run id; run ids look like review.20260101-120000.000-abcdef (see `nerve graph runs NAME`)", id)
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	d, err := s.Node(ctx, name)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	for _, r := range runsOf(d.Info) {
+		if r.ID == id {
+			return s, name, &r, nil
+		}
+	}
+	return nil, "", nil, fmt.Errorf("no recent run %q of graph %s: %w (see `nerve graph runs %s`)", id, name, client.ErrBadRequest, name)
+}
+
+func runGraphShow(ctx context.Context, env *Env, inv *Invocation) error {
+	_, _, r, err := findRun(ctx, env, inv)
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, r)
+	}
+	fmt.Fprintf(env.Stdout, "run %s: %s in %s (started %s)\n", r.ID, r.State,
+		roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), r.Started.Local().Format("2006-01-02 15:04:05"))
+	if len(r.Inputs) > 0 {
+		b, _ := json.Marshal(r.Inputs)
+		fmt.Fprintf(env.Stdout, "inputs: %s\n", b)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(env.Stdout, "error: %s\n", r.Error)
+	}
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "STEP\tSTATE\tTIME\tARGS\tRESULT")
+	for _, st := range r.Steps {
+		ms, _ := st["ms"].(float64)
+		res, _ := st["text"].(string)
+		if e, ok := st["error"].(string); ok {
+			res = "error: " + e
+		}
+		args, _ := st["args"].(string)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st["id"], st["state"], roundDuration(time.Duration(ms*float64(time.Millisecond))),
+			oneLine(args, 60), oneLine(res, 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if r.Output != "" {
+		fmt.Fprintf(env.Stdout, "output: %s\n", oneLine(r.Output, 200))
+	}
+	return nil
+}
+
+func oneLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", "⏎")
+	if len([]rune(s)) > n {
+		s = string([]rune(s)[:n]) + "…"
+	}
+	return s
+}
+
+func runGraphResume(ctx context.Context, env *Env, inv *Invocation) error {
+	s, name, r, err := findRun(ctx, env, inv)
+	if err != nil {
+		return err
+	}
+	args := map[string]any{}
+	for k, v := range r.Inputs {
+		args[k] = v
+	}
+	args["_resume"] = r.ID
+	b, _ := json.Marshal(args)
+	return callAndPrint(ctx, env, s, name, graph.ToolName, b)
+}
+
+// callAndPrint calls a tool as `nerve call` does, step lines on stderr.
+func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage) error {
+	res, err := s.Call(ctx, id, tool, args, func(l api.CallLine) { showCallLine(env, id, l) })
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		if err := printJSON(env, res); err != nil {
+			return err
+		}
+	} else if err := printResult(env, res); err != nil {
+		return err
+	}
+	if res.IsError {
+		return errToolFailed
+	}
+	return nil
+}
+
+// graphStepLine is one line for a graph's step event: "✓ read 12ms".
+func graphStepLine(data []byte) string {
+	var ev graph.StepEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return string(data)
+	}
+	took := ""
+	if ev.Millis > 0 {
+		took = " " + roundDuration(time.Duration(ev.Millis*float64(time.Millisecond)))
+	}
+	switch ev.State {
+	case graph.StateStarted:
+		return "▸ " + ev.Step + " started"
+	case graph.StateFinished:
+		return "✓ " + ev.Step + took
+	case graph.StateRetried:
+		return fmt.Sprintf("↻ %s attempt %d after: %s", ev.Step, ev.Attempt, firstLine(ev.Error))
+	case graph.StateSkipped:
+		line := "⤼ " + ev.Step + " skipped"
+		switch ev.Reason {
+		case "when":
+			line += " (when was false)"
+		case "resumed":
+			line += " (finished before; resumed)"
+		case "on_error":
+			line += " (failed; default used: " + firstLine(ev.Error) + ")"
+		}
+		return line
+	case graph.StateFailed:
+		return "✗ " + ev.Step + took + ": " + firstLine(ev.Error)
+	}
+	return ev.Step + " " + ev.State
+}
+
+func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
+	if len(inv.Args) < 4 || !strings.HasPrefix(inv.Args[2], "@") {
+		return usagef(inv, "`nerve graph step` needs GRAPH STEP @NODE TOOL [ARGS...], e.g. `nerve graph step review read @fs read_text_file 'path=${inputs.file}'`")
+	}
+	name, id := inv.Args[0], inv.Args[1]
+	if err := node.ValidateID(name); err != nil {
+		return usagef(inv, "%v", err)
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	line := strings.Join(inv.Args[2:], " ")
+	nodeID := lineNode(line)
+	tools, err := s.Tools(ctx, nodeID)
+	if err != nil {
+		return err
+	}
+	ln, err := commander.Parse(line, commander.NewIndex(map[string][]*mcp.Tool{nodeID: tools}), nil)
+	if err != nil {
+		return usagef(inv, "%v", err)
+	}
+	if ln.Kind != commander.Call {
+		return usagef(inv, "give the step's call as @NODE TOOL ARGS (as you would call it), not %q", line)
+	}
+	old, err := graphSource(ctx, s, name)
+	exists := err == nil
+	if err != nil && !errors.Is(err, client.ErrNodeNotFound) {
+		return err
+	}
+	src, err := graph.AddStep(old, id, ln.Node+"."+ln.Tool, ln.Args)
+	if err != nil {
+		return usagef(inv, "%v", err)
+	}
+	if err := checkGraph(ctx, s, name, "", src); err != nil {
+		return err
+	}
+	if exists {
+		if err := s.Remove(ctx, name); err != nil {
+			return err
+		}
+	}
+	info, err := s.Add(ctx, graphSpec(name, src))
+	if err != nil {
+		if exists {
+			if _, err2 := s.Add(ctx, graphSpec(name, old)); err2 != nil {
+				return errors.Join(err, fmt.Errorf("restoring the old definition: %w", err2))
+			}
+		}
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, info)
+	}
+	fmt.Fprintf(env.Stderr, "graph %s: step %s calls %s.%s (%s)\n", name, id, ln.Node, ln.Tool, info.Summary)
+	return nil
+}

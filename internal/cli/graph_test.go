@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nerve-dev/nerve/fixtures/llmserver"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+)
+
+func writeFile(t *testing.T, path, data string) string {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestGraphThroughSession runs a graph over server-filesystem, bash,
+// identity and a flaky MCP server: fan-out and fan-in, a foreach, a when,
+// a retry that succeeds on the second attempt, a timeout that is skipped
+// with a default; then a graph calling that graph, and the refusals a
+// person meets at add time.
+func TestGraphThroughSession(t *testing.T) {
+	work := t.TempDir()
+	fsArgv := npmfix.ServerFilesystem(t, work)
+	bad := testutil.BuildBinary(t, "./fixtures/badmcp")
+	env, out, errb := embeddedEnv(t)
+	gdir := t.TempDir()
+	pipeline := writeFile(t, filepath.Join(gdir, "pipeline.yaml"), `
+description: writes three files, reads them back, counts them
+inputs:
+  dir: {type: string, description: folder to work in}
+  names: {type: array, description: files to read back}
+steps:
+  write: {call: sh.bash, args: {command: "for n in a b c; do echo line-$n > ${inputs.dir}/$n.txt; done"}}
+  count: {call: sh.bash, args: {command: "ls ${inputs.dir} | wc -l"}, after: write}
+  each:  {call: fs.read_text_file, foreach: "${inputs.names}", args: {path: "${inputs.dir}/${item}"}, after: write}
+  flaky: {call: flaky.echo, args: {text: steady}, retry: {attempts: 2}}
+  slow:  {call: sh2.bash, args: {command: "sleep 30"}, timeout: 300ms, on_error: skip, default: no time}
+  many:  {call: echo.identity, args: {text: many}, when: "${steps.count.text} > 2"}
+  few:   {call: echo.identity, args: {text: few}, when: "${steps.count.text} <= 2"}
+  join:  {call: echo.identity, args: {text: "${steps.each.text}|${steps.flaky.text}|${steps.slow.text}|${steps.many.text}${steps.few.text}"}}
+output: "${steps.join.text}"
+`)
+	outer := writeFile(t, filepath.Join(gdir, "outer.json"), `{
+  "inputs": {"dir": {"type": "string"}},
+  "steps": {
+    "inner": {"call": "pipeline.run", "args": {"dir": "${inputs.dir}", "names": ["c.txt"]}},
+    "shout": {"call": "sh.bash", "args": {"command": "echo '${steps.inner.text}' | tr a-z A-Z"}}
+  },
+  "output": "${steps.shout.text}"
+}`)
+	cyclic := writeFile(t, filepath.Join(gdir, "cyclic.yaml"), "steps:\n  a: {call: echo.identity, args: {text: \"${steps.c.text}\"}}\n  b: {call: echo.identity, args: {text: \"${steps.a.text}\"}}\n  c: {call: echo.identity, args: {text: \"${steps.b.text}\"}}\n")
+	typo := writeFile(t, filepath.Join(gdir, "typo.yaml"), "steps:\n  a: {call: echo.identiy, args: {text: x}}\n  b: {call: fs.read_text_file, args: {paht: /x}}\n")
+	back := writeFile(t, filepath.Join(gdir, "back.yaml"), "steps:\n  a: {call: outer.run, args: {dir: /tmp}}\n")
+
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "identity", "echo"}},
+		{argv: []string{"node", "add", "bash", "sh"}},
+		{argv: []string{"node", "add", "bash", "sh2"}},
+		{argv: append([]string{"node", "add", "mcp", "fs", "--cwd", work, "--"}, fsArgv...)},
+		{argv: []string{"node", "add", "mcp", "flaky", "--", bad, "--mode", "flaky-call"}},
+		{argv: []string{"graph", "add", "pipeline", "--from", pipeline}, stderr: "graph pipeline added (8 steps)"},
+		{argv: []string{"call", "@pipeline", "?"}, stdout: "dir"},
+		{argv: []string{"call", "@pipeline", "dir=" + work, `names=["a.txt","b.txt"]`},
+			stdout: "line-a\n\nline-b\n|steady|no time|many", stderr: "@pipeline ↻ flaky attempt 2 after: the tool reported an error: flaky: try again"},
+		{argv: []string{"graph", "add", "outer", "--from", outer}},
+		{argv: []string{"call", "@outer", "dir=" + work}, stdout: "LINE-C\n|STEADY|NO TIME|MANY"},
+		{argv: []string{"graph", "add", "cyc", "--from", cyclic}, code: ExitUsage, stderr: "cyclic.yaml:2:3: the steps form a cycle: a → b → c → a"},
+		{argv: []string{"graph", "add", "ty", "--from", typo}, code: ExitUsage, stderr: "typo.yaml:2:13: step a calls echo.identiy: no such tool; did you mean echo.identity?"},
+		{argv: []string{"graph", "add", "ty", "--from", typo}, code: ExitUsage, stderr: `typo.yaml:3:38: step b: arguments of fs.read_text_file: invalid arguments: missing required argument "path"`},
+		{argv: []string{"graph", "edit", "pipeline", "--from", back}, code: ExitUsage, stderr: "step a calls graph outer, which calls back: pipeline → outer → pipeline"},
+		{argv: []string{"graph", "ls"}, stdout: "pipeline"},
+		{argv: []string{"graph", "export", "outer"}, stdout: `"inner": {"call": "pipeline.run"`},
+		{argv: []string{"graph", "runs", "pipeline"}, stdout: "finished"},
+		{argv: []string{"call", "@pipeline", "dir=" + work, `names=["nope.txt"]`}, code: ExitToolError, stderr: "graph pipeline failed at step each: item 0 (nope.txt)"},
+		{argv: []string{"graph", "rm", "echo"}, code: ExitFailed, stderr: `node "echo" is a identity node, not a graph`},
+	})
+
+	// The failed run is recorded with the failing step; show lists every step.
+	out.Reset()
+	if err := Exec(context.Background(), env, []string{"graph", "runs", "pipeline", "--json"}); err != nil {
+		t.Fatal(err)
+	}
+	var runs []runSummary
+	if err := json.Unmarshal(out.Bytes(), &runs); err != nil || len(runs) != 3 {
+		t.Fatalf("runs: %v %s", err, out)
+	}
+	if runs[0].State != "failed" || runs[1].State != "finished" {
+		t.Errorf("runs newest first: %s, %s", runs[0].State, runs[1].State)
+	}
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"graph", "show", runs[1].ID}, stdout: "slow   skipped"},
+		{argv: []string{"graph", "show", runs[0].ID}, stdout: "each   failed"},
+		{argv: []string{"graph", "resume", runs[1].ID}, code: ExitFailed, stderr: "finished; there is nothing to resume"},
+	})
+}
+
+// TestGraphWithClaudeStepCalledByLLM: an llm node calls a graph whose step
+// asks a Claude node (fixtures/fakeclaude); the model gets the graph's
+// output as the tool result.
+func TestGraphWithClaudeStepCalledByLLM(t *testing.T) {
+	fakeClaude := testutil.BuildBinary(t, "./fixtures/fakeclaude")
+	s := llmserver.Start(
+		llmserver.Turn{ToolCalls: []llmserver.ToolCall{{ID: "c1", Name: "up__run", Arguments: `{"text":"hi"}`}}},
+		llmserver.Turn{Text: "the graph answered"},
+	)
+	t.Cleanup(s.Close)
+	env, out, errb := embeddedEnv(t)
+	def := writeFile(t, filepath.Join(t.TempDir(), "up.yaml"), `
+inputs: {text: {type: string, description: what to tell Claude}}
+steps:
+  ask:  {call: cl.ask_claude, args: {message: "${inputs.text}"}}
+  wrap: {call: echo.identity, args: {text: "claude: ${steps.ask.text}"}}
+`)
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "identity", "echo"}},
+		{argv: []string{"node", "add", "claude", "cl", "--env", "FAKECLAUDE_HOME=" + t.TempDir(), "--", fakeClaude}, stdout: "READY"},
+		{argv: []string{"graph", "add", "up", "--from", def}},
+		{argv: []string{"call", "@up", "text=hello"}, stdout: "claude: You said: hello"},
+		{argv: []string{"node", "add", "llm", "ag", "--base-url", s.URL, "--model", "m", "--tools", "up", "--stream=false"}, stdout: "READY with 1 tool"},
+		{argv: []string{"call", "@ag", "use the graph"}, stdout: "the graph answered"},
+	})
+	reqs := s.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model got %d requests, want 2", len(reqs))
+	}
+	if res, ok := reqs[1].ToolResult("c1"); !ok || !strings.Contains(res, "claude: You said: hi") {
+		t.Errorf("tool result the model saw: %q (found %v)", res, ok)
+	}
+}
+
+// TestGraphStepBuilder builds a graph step by step, as at the REPL.
+func TestGraphStepBuilder(t *testing.T) {
+	env, out, errb := embeddedEnv(t)
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "identity", "echo"}},
+		{argv: []string{"graph", "step", "b1", "one", "@echo", "identity", "text=${inputs.word}"}, stderr: "graph b1: step one calls echo.identity (1 steps)"},
+		{argv: []string{"graph", "step", "b1", "two", "@echo", "identity", "text=${steps.one.text}!"}, stderr: "(2 steps)"},
+		{argv: []string{"call", "@b1", "word=hey"}, stdout: "hey!"},
+		{argv: []string{"graph", "step", "b1", "three", "@echo", "identity", "text=${steps.on.text}"}, code: ExitUsage, stderr: `graph b1: ${steps.on.text}: no step "on"; did you mean "one"?`},
+		{argv: []string{"graph", "step", "b1", "three", "@ecko", "identity", "text=x"}, code: ExitUsage, stderr: "ecko"},
+		{argv: []string{"graph", "export", "b1"}, stdout: "inputs:\n  word: {type: string}\nsteps:\n  one: {call: echo.identity, args: {text: '${inputs.word}'}}\n"},
+		{argv: []string{"call", "@b1", "word=again"}, stdout: "again!"},
+	})
+}

@@ -1,0 +1,159 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// ToolName is the graph kind's one tool.
+const ToolName = "run"
+
+// CheckCalls checks the graph's calls against a session's tools (qualified
+// name → tool): every called tool exists, arguments without references
+// match the tool's input schema, and no chain of graphs calls back into
+// self. graphs holds the definitions of the session's other graph nodes.
+func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[string]*Def) error {
+	var errs Errors
+	names := make([]string, 0, len(tools))
+	for q := range tools {
+		names = append(names, q)
+	}
+	sort.Strings(names)
+	for _, s := range d.Steps {
+		if s.Call == "" {
+			continue
+		}
+		nodeID, _, _ := strings.Cut(s.Call, ".")
+		t, ok := tools[s.Call]
+		if !ok && nodeID == self {
+			errs = append(errs, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls %s: a graph cannot call itself", s.ID, s.Call)})
+			continue
+		}
+		if !ok {
+			msg := fmt.Sprintf("step %s calls %s: no such tool", s.ID, s.Call)
+			if c := closest(s.Call, names); c != "" {
+				msg += fmt.Sprintf("; did you mean %s?", c)
+			} else {
+				msg += " (list the session's tools with `nerve tools`)"
+			}
+			errs = append(errs, &Error{Pos: s.callPos, Msg: msg})
+			continue
+		}
+		if err := checkArgs(s, t); err != nil {
+			errs = append(errs, &Error{Pos: s.argsPos, Msg: fmt.Sprintf("step %s: arguments of %s: %v", s.ID, s.Call, err)})
+		}
+		if g, ok := graphs[nodeID]; ok {
+			if c := graphCycle(self, nodeID, g, graphs, []string{self}); c != nil {
+				errs = append(errs, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls graph %s, which calls back: %s", s.ID, nodeID, strings.Join(c, " → "))})
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// graphCycle follows graph g (called id) and returns the chain of graphs
+// back to self, or nil.
+func graphCycle(self, id string, g *Def, graphs map[string]*Def, path []string) []string {
+	path = append(path, id)
+	if id == self {
+		return path
+	}
+	if len(path) > 64 || slices.Contains(path[:len(path)-1], id) {
+		return nil // a cycle not through self is that graph's own problem
+	}
+	for _, s := range g.Steps {
+		callee, _, _ := strings.Cut(s.Call, ".")
+		if next, ok := graphs[callee]; ok || callee == self {
+			if c := graphCycle(self, callee, next, graphs, path); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// checkArgs validates arguments that hold no reference against the
+// tool's schema; with references, it checks only the argument names.
+func checkArgs(s *Step, t *mcp.Tool) error {
+	if s.Foreach == nil && !s.Args.Dynamic() {
+		var v any = map[string]any{}
+		if s.Args != nil {
+			v = s.Args.v
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		return node.ValidateArguments(t, b)
+	}
+	schema, _ := toMap(t.InputSchema)
+	props, _ := schema["properties"].(map[string]any)
+	args, _ := s.Args.v.(map[string]any)
+	if props == nil || schema["additionalProperties"] != false {
+		return nil
+	}
+	known := make([]string, 0, len(props))
+	for k := range props {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	for k := range args {
+		if _, ok := props[k]; !ok {
+			if c := closest(k, known); c != "" {
+				return fmt.Errorf("no argument %q; did you mean %q?", k, c)
+			}
+			return fmt.Errorf("no argument %q (it takes %s)", k, strings.Join(known, ", "))
+		}
+	}
+	return nil
+}
+
+func toMap(schema any) (map[string]any, bool) {
+	if m, ok := schema.(map[string]any); ok {
+		return m, true
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return nil, false
+	}
+	var m map[string]any
+	return m, json.Unmarshal(b, &m) == nil
+}
+
+// InputSchema is the run tool's input schema, built from the inputs.
+func (d *Def) InputSchema() map[string]any {
+	props := map[string]any{}
+	var required []any
+	for _, in := range d.Inputs {
+		p := map[string]any{"type": in.Type}
+		if in.Description != "" {
+			p["description"] = in.Description
+		}
+		if in.HasDefault {
+			p["default"] = in.Default
+		}
+		props[in.Name] = p
+		if in.Required {
+			required = append(required, in.Name)
+		}
+	}
+	props[resumeArg] = map[string]any{"type": "string", "description": "id of an interrupted run to finish instead of starting anew (nerve graph resume)"}
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return s
+}
+
+// resumeArg names an interrupted run to finish.
+const resumeArg = "_resume"

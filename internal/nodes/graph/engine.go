@@ -1,0 +1,523 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// Caller calls a session tool by qualified name; node.ToolCaller is one.
+type Caller interface {
+	CallTool(ctx context.Context, name string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error)
+}
+
+// Asker puts an ask step's question to the person.
+type Asker func(ctx context.Context, question string) (*mcp.ElicitResult, error)
+
+// StepResult is what later steps see of a step: ${steps.ID.text},
+// ${steps.ID.structured...}, ${steps.ID.is_error}.
+type StepResult struct {
+	Text       string `json:"text"`
+	Structured any    `json:"structured,omitempty"`
+	IsError    bool   `json:"is_error,omitempty"`
+}
+
+// Step states, as events and records name them.
+const (
+	StateStarted  = "started"
+	StateFinished = "finished"
+	StateFailed   = "failed"
+	StateRetried  = "retried"
+	StateSkipped  = "skipped"
+	// StateCancelled is a step stopped because the run ended (another
+	// step failed, or the caller cancelled); it appears in records only.
+	StateCancelled = "cancelled"
+)
+
+// StepEvent is something that happened to a step; it reaches the caller
+// as a call event of kind "step" (Step "graph") with the event as Data.
+type StepEvent struct {
+	Step    string  `json:"step"`
+	State   string  `json:"state"`
+	Attempt int     `json:"attempt,omitempty"`
+	Millis  float64 `json:"ms,omitempty"`
+	Error   string  `json:"error,omitempty"`
+	// Reason says why a step was skipped ("when", "on_error", "resumed").
+	Reason string `json:"reason,omitempty"`
+}
+
+// StepRecord is one step of a run, as recorded.
+type StepRecord struct {
+	ID       string          `json:"id"`
+	State    string          `json:"state"`
+	Args     json.RawMessage `json:"args,omitempty"`
+	Result   *StepResult     `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Attempts int             `json:"attempts,omitempty"`
+	Started  time.Time       `json:"started,omitzero"`
+	Millis   float64         `json:"ms"`
+}
+
+// done reports whether a resumed run can reuse the step as it is.
+func (r *StepRecord) done() bool {
+	return r != nil && (r.State == StateFinished || r.State == StateSkipped)
+}
+
+// RunOptions are what a run needs besides the graph and its inputs.
+type RunOptions struct {
+	Caller Caller
+	// Ask answers ask steps; nil declines them.
+	Ask Asker
+	// Emit, if set, is told about every step event. It must not block.
+	Emit func(StepEvent)
+	// Record, if set, gets a copy of a step's record whenever it changes.
+	Record func(StepRecord)
+	// Prior holds the records of an interrupted run: steps finished there
+	// are not run again (nerve graph resume).
+	Prior map[string]*StepRecord
+}
+
+// RunError is a run that failed because of one step.
+type RunError struct {
+	Step string
+	Err  error
+}
+
+func (e *RunError) Error() string { return fmt.Sprintf("step %s: %v", e.Step, e.Err) }
+func (e *RunError) Unwrap() error { return e.Err }
+
+// stepFailure is a step that ran and failed, with the result if there was one.
+type stepFailure struct {
+	msg string
+	res *StepResult
+}
+
+func (f *stepFailure) Error() string { return f.msg }
+
+// Run runs the graph on inputs (already checked against the schema) and
+// returns the value of its output. A step that fails under on_error: fail
+// cancels the other steps and fails the run with a *RunError.
+func (d *Def) Run(ctx context.Context, inputs map[string]any, o RunOptions) (any, error) {
+	inputs = d.withDefaults(inputs)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	r := &run{d: d, o: o, inputs: inputs, results: map[string]*StepResult{}, done: map[string]chan struct{}{}}
+	for _, s := range d.Steps {
+		r.done[s.ID] = make(chan struct{})
+	}
+	maxPar := d.MaxParallel
+	if maxPar < 1 {
+		maxPar = DefaultMaxParallel
+	}
+	sem := make(chan struct{}, maxPar)
+	var wg sync.WaitGroup
+	for _, s := range d.Steps {
+		wg.Go(func() {
+			defer close(r.done[s.ID])
+			for _, dep := range s.Deps {
+				select {
+				case <-r.done[dep]:
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			err := r.step(ctx, s)
+			<-sem
+			if err != nil {
+				cancel(&RunError{Step: s.ID, Err: err})
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		var re *RunError
+		if errors.As(err, &re) {
+			return nil, re
+		}
+		return nil, err
+	}
+	return r.output()
+}
+
+// withDefaults fills the inputs not given with their defaults.
+func (d *Def) withDefaults(in map[string]any) map[string]any {
+	out := make(map[string]any, len(d.Inputs))
+	for k, v := range in {
+		out[k] = v
+	}
+	for _, i := range d.Inputs {
+		if _, ok := out[i.Name]; !ok && i.HasDefault {
+			out[i.Name] = i.Default
+		}
+	}
+	return out
+}
+
+type run struct {
+	d      *Def
+	o      RunOptions
+	inputs map[string]any
+	done   map[string]chan struct{}
+
+	// mu guards results: nil for a step skipped by when.
+	mu      sync.Mutex
+	results map[string]*StepResult
+}
+
+func (r *run) result(id string) *StepResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.results[id]
+}
+
+func (r *run) scope() *scope { return &scope{inputs: r.inputs, results: r.result} }
+
+func (r *run) emit(ev StepEvent) {
+	if r.o.Emit != nil {
+		r.o.Emit(ev)
+	}
+}
+
+func (r *run) record(rec StepRecord) {
+	if r.o.Record != nil {
+		r.o.Record(rec)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// output is the value of the graph's output, or the text of its last step
+// that has a result.
+func (r *run) output() (any, error) {
+	if r.d.Output != nil {
+		return r.d.Output.eval(r.scope())
+	}
+	for i := len(r.d.Steps) - 1; i >= 0; i-- {
+		if res := r.result(r.d.Steps[i].ID); res != nil {
+			return res.Text, nil
+		}
+	}
+	return "", nil
+}
+
+// step runs one step to its end; an error fails the run.
+func (r *run) step(ctx context.Context, s *Step) error {
+	if prior := r.o.Prior[s.ID]; prior.done() {
+		r.mu.Lock()
+		r.results[s.ID] = prior.Result
+		r.mu.Unlock()
+		r.record(*prior)
+		r.emit(StepEvent{Step: s.ID, State: StateSkipped, Reason: "resumed"})
+		return nil
+	}
+	start := time.Now()
+	rec := StepRecord{ID: s.ID, State: StateStarted, Started: start}
+	sc := r.scope()
+	if s.When != nil {
+		ok, err := s.When.eval(sc)
+		if err != nil {
+			return r.finish(ctx, s, &rec, start, nil, err)
+		}
+		if !ok {
+			rec.State = StateSkipped
+			rec.Error = "when was false"
+			r.record(rec)
+			r.emit(StepEvent{Step: s.ID, State: StateSkipped, Reason: "when"})
+			return nil
+		}
+	}
+	r.record(rec)
+	r.emit(StepEvent{Step: s.ID, State: StateStarted})
+	var res *StepResult
+	var err error
+	if s.Foreach != nil {
+		res, err = r.foreach(ctx, s, sc, &rec)
+	} else {
+		res, err = r.attempts(ctx, s, sc, &rec)
+	}
+	return r.finish(ctx, s, &rec, start, res, err)
+}
+
+// finish applies the step's on_error policy and records its end.
+func (r *run) finish(ctx context.Context, s *Step, rec *StepRecord, start time.Time, res *StepResult, err error) error {
+	rec.Millis = ms(time.Since(start))
+	if err != nil && ctx.Err() != nil {
+		// The run was cancelled (another step failed, or the caller
+		// left): this step did not fail on its own.
+		rec.State, rec.Error = StateCancelled, "the run was cancelled"
+		r.record(*rec)
+		return nil
+	}
+	if err != nil {
+		rec.Error = err.Error()
+		switch s.OnError {
+		case OnErrorSkip:
+			res = &StepResult{Text: asText(s.Default), Structured: s.Default}
+			rec.State, rec.Result = StateSkipped, res
+			r.setResult(s.ID, res)
+			r.record(*rec)
+			r.emit(StepEvent{Step: s.ID, State: StateSkipped, Reason: "on_error", Error: rec.Error, Millis: rec.Millis})
+			return nil
+		case OnErrorContinue:
+			if res == nil {
+				res = &StepResult{Text: err.Error(), IsError: true}
+			}
+			res.IsError = true
+			rec.State, rec.Result = StateFailed, res
+			r.setResult(s.ID, res)
+			r.record(*rec)
+			r.emit(StepEvent{Step: s.ID, State: StateFailed, Error: rec.Error, Millis: rec.Millis, Reason: "continue"})
+			return nil
+		}
+		rec.State, rec.Result = StateFailed, res
+		r.record(*rec)
+		r.emit(StepEvent{Step: s.ID, State: StateFailed, Error: rec.Error, Millis: rec.Millis})
+		return err
+	}
+	rec.State, rec.Result = StateFinished, res
+	r.setResult(s.ID, res)
+	r.record(*rec)
+	r.emit(StepEvent{Step: s.ID, State: StateFinished, Millis: rec.Millis})
+	return nil
+}
+
+func (r *run) setResult(id string, res *StepResult) {
+	r.mu.Lock()
+	r.results[id] = res
+	r.mu.Unlock()
+}
+
+func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) (*StepResult, error) {
+	v, err := s.Foreach.eval(sc)
+	if err != nil {
+		return nil, err
+	}
+	items, ok := v.([]any)
+	if !ok {
+		if str, isStr := v.(string); isStr {
+			// A text result with one item per line is a list too.
+			for _, line := range strings.Split(strings.TrimRight(str, "\n"), "\n") {
+				if line != "" {
+					items = append(items, line)
+				}
+			}
+		} else if v != nil {
+			return nil, fmt.Errorf("foreach needs a list, got %s", typeName(v))
+		}
+	}
+	par := s.MaxParallel
+	if par < 1 {
+		par = r.d.MaxParallel
+	}
+	results := make([]*StepResult, len(items))
+	errs := make([]error, len(items))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	sem := make(chan struct{}, par)
+	var wg sync.WaitGroup
+	for i, item := range items {
+		isc := *sc
+		isc.item, isc.hasItem = item, true
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			var irec StepRecord
+			results[i], errs[i] = r.attempts(ctx, s, &isc, &irec)
+			if errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	out := &StepResult{}
+	texts := make([]string, 0, len(items))
+	list := make([]any, 0, len(items))
+	for i, res := range results {
+		if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
+			return nil, fmt.Errorf("item %d (%s): %w", i, asText(items[i]), errs[i])
+		}
+		if res == nil {
+			continue
+		}
+		texts = append(texts, res.Text)
+		if res.Structured != nil {
+			list = append(list, res.Structured)
+		} else {
+			list = append(list, res.Text)
+		}
+	}
+	for _, e := range errs {
+		if e != nil {
+			return nil, e // the parent was cancelled
+		}
+	}
+	out.Text = strings.Join(texts, "\n")
+	out.Structured = list
+	rec.Args, _ = json.Marshal(map[string]any{"foreach": items})
+	return out, nil
+}
+
+// attempts calls the step's tool, retrying as its retry policy says.
+func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord) (*StepResult, error) {
+	var args json.RawMessage
+	if s.Ask == nil {
+		v, err := s.Args.eval(sc)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			v = map[string]any{}
+		}
+		if args, err = json.Marshal(v); err != nil {
+			return nil, fmt.Errorf("arguments: %w", err)
+		}
+		rec.Args = args
+	}
+	backoff := s.Retry.Backoff
+	var res *StepResult
+	var err error
+	for try := 1; ; try++ {
+		rec.Attempts = try
+		res, err = r.once(ctx, s, sc, args)
+		if err == nil || try >= s.Retry.Attempts || ctx.Err() != nil || s.Ask != nil {
+			return res, err
+		}
+		r.emit(StepEvent{Step: s.ID, State: StateRetried, Attempt: try + 1, Error: err.Error()})
+		if backoff > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return res, ctx.Err()
+			}
+			backoff *= 2
+		}
+	}
+}
+
+type timeoutError struct{ d time.Duration }
+
+func (e timeoutError) Error() string {
+	return fmt.Sprintf("timed out after %s (the step's timeout)", e.d)
+}
+
+func isTimeout(err error) bool {
+	var t timeoutError
+	return errors.As(err, &t)
+}
+
+// once is one attempt of a step.
+func (r *run) once(ctx context.Context, s *Step, sc *scope, args json.RawMessage) (*StepResult, error) {
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, timeoutError{s.Timeout})
+		defer cancel()
+	}
+	if s.Ask != nil {
+		return r.ask(ctx, s, sc)
+	}
+	res, err := r.o.Caller.CallTool(ctx, s.Call, args, nil)
+	if cause := context.Cause(ctx); cause != nil && isTimeout(cause) && (err != nil || res == nil) {
+		return nil, cause
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, err
+	}
+	out := resultOf(res)
+	if out.IsError {
+		return out, &stepFailure{msg: "the tool reported an error: " + firstLine(out.Text), res: out}
+	}
+	return out, nil
+}
+
+func (r *run) ask(ctx context.Context, s *Step, sc *scope) (*StepResult, error) {
+	q, err := s.Ask.eval(sc)
+	if err != nil {
+		return nil, err
+	}
+	if r.o.Ask == nil {
+		return nil, errors.New("no one is attached to answer the question; it was declined")
+	}
+	ans, err := r.o.Ask(ctx, asText(q))
+	if err != nil {
+		return nil, fmt.Errorf("asking the person: %w", err)
+	}
+	if ans == nil || ans.Action != "accept" {
+		action := "declined"
+		if ans != nil && ans.Action == "cancel" {
+			action = "cancelled"
+		}
+		return nil, fmt.Errorf("the person %s: %s", action, asText(q))
+	}
+	res := &StepResult{Text: "accepted"}
+	if len(ans.Content) > 0 {
+		res.Structured = normalize(map[string]any(ans.Content))
+		if a, ok := ans.Content["answer"]; ok {
+			res.Text = asText(a)
+		}
+	}
+	return res, nil
+}
+
+// resultOf is what later steps see of a tool's result: its text blocks
+// joined by newlines, and its structured content — or, when it has none,
+// its text read as JSON if it is a JSON object or list.
+func resultOf(res *mcp.CallToolResult) *StepResult {
+	out := &StepResult{IsError: res.IsError}
+	var texts []string
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			texts = append(texts, t.Text)
+		}
+	}
+	out.Text = strings.Join(texts, "\n")
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			var v any
+			if json.Unmarshal(b, &v) == nil {
+				out.Structured = v
+			}
+		}
+	} else if t := bytes.TrimSpace([]byte(out.Text)); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		var v any
+		if json.Unmarshal(t, &v) == nil {
+			out.Structured = v
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > 300 {
+		s = s[:300] + " …"
+	}
+	return s
+}

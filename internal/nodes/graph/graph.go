@@ -1,0 +1,201 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// Kind is the node kind name.
+const Kind = "graph"
+
+// Options are a graph node's Spec.Options: the definition as written, so
+// that it persists with the session and exports as the person wrote it.
+type Options struct {
+	Source string `json:"source"`
+}
+
+// Node is a graph node.
+type Node struct {
+	node.Base
+	env   node.Env
+	def   *Def
+	tools []*mcp.Tool
+	runs  *runStore
+}
+
+// New is the graph kind's node.Factory. It parses the definition, so a
+// graph with mistakes is refused when it is added.
+func New(spec node.Spec, env node.Env) (node.Node, error) {
+	if len(spec.Command) > 0 {
+		return nil, fmt.Errorf("graph node takes no command (got %q); give its definition with `nerve graph add %s --from FILE`", spec.Command, spec.ID)
+	}
+	var o Options
+	if err := spec.DecodeOptions(&o); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(o.Source) == "" {
+		return nil, fmt.Errorf("graph %q has no definition; add it with `nerve graph add %s --from FILE`", spec.ID, spec.ID)
+	}
+	d, err := Parse([]byte(o.Source))
+	if err != nil {
+		return nil, fmt.Errorf("graph %q:\n%w", spec.ID, err)
+	}
+	for _, s := range d.Steps {
+		if callee, _, _ := strings.Cut(s.Call, "."); callee == spec.ID {
+			return nil, fmt.Errorf("graph %q: %s: step %s calls %s: a graph cannot call itself", spec.ID, s.callPos, s.ID, s.Call)
+		}
+	}
+	desc := d.Description
+	if desc == "" {
+		ids := make([]string, len(d.Steps))
+		for i, s := range d.Steps {
+			ids[i] = s.ID
+		}
+		desc = fmt.Sprintf("Runs graph %s: steps %s.", spec.ID, strings.Join(ids, ", "))
+	}
+	n := &Node{env: env, def: d, runs: newRunStore(env.Dir, spec.ID)}
+	n.tools = []*mcp.Tool{{Name: ToolName, Title: "Run graph " + spec.ID, Description: desc, InputSchema: d.InputSchema()}}
+	n.Init(spec, env)
+	return n, nil
+}
+
+// Def returns the node's parsed definition.
+func (n *Node) Def() *Def { return n.def }
+
+func (n *Node) Start(ctx context.Context) error {
+	if err := n.Machine.ToIf(node.Starting, "", node.Created, node.Stopped); err != nil {
+		return err
+	}
+	n.runs.load(n.env.Log())
+	return n.Machine.To(node.Ready, "")
+}
+
+func (n *Node) Stop(ctx context.Context) error {
+	switch n.State() {
+	case node.Created, node.Stopped:
+		return nil
+	}
+	if err := n.Machine.To(node.Stopping, ""); err != nil {
+		return err
+	}
+	return n.Machine.To(node.Stopped, "")
+}
+
+// Interrupt is the caller's cancellation: runs end with their calls' ctx.
+func (n *Node) Interrupt(ctx context.Context) error { return nil }
+
+func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) { return n.tools, nil }
+
+type stackKey struct{}
+
+// CallTool runs the graph.
+func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	if req.Tool != ToolName {
+		return nil, fmt.Errorf("%w %q: graph %q has only %q", node.ErrUnknownTool, req.Tool, n.ID(), ToolName)
+	}
+	// Graphs calling graphs: the chain travels in ctx through the session.
+	stack, _ := ctx.Value(stackKey{}).([]string)
+	if slices.Contains(stack, n.ID()) {
+		return nil, fmt.Errorf("graph cycle: %s → %s; a graph cannot call itself, even through others", strings.Join(stack, " → "), n.ID())
+	}
+	ctx = context.WithValue(ctx, stackKey{}, append(slices.Clone(stack), n.ID()))
+
+	var inputs map[string]any
+	if len(req.Arguments) > 0 {
+		if err := json.Unmarshal(req.Arguments, &inputs); err != nil {
+			return nil, fmt.Errorf("%w: %v", node.ErrBadArgs, err)
+		}
+	}
+	if n.env.Tools == nil {
+		return nil, fmt.Errorf("graph %q: this session offers no tools to call", n.ID())
+	}
+	var prior map[string]*StepRecord
+	resumeID, _ := inputs[resumeArg].(string)
+	delete(inputs, resumeArg)
+	if resumeID != "" {
+		rec, err := n.runs.get(resumeID)
+		if err != nil {
+			return nil, err
+		}
+		prior = map[string]*StepRecord{}
+		for i := range rec.Steps {
+			prior[rec.Steps[i].ID] = &rec.Steps[i]
+		}
+		inputs = rec.Inputs
+	}
+	if err := n.BeginCall(); err != nil {
+		return nil, err
+	}
+	rec := n.runs.begin(inputs, n.def, resumeID)
+	emit := func(ev StepEvent) {
+		data, _ := json.Marshal(ev)
+		req.Emit(node.CallEvent{Kind: node.EventStep, Step: "graph", Data: data})
+	}
+	out, err := n.def.Run(ctx, inputs, RunOptions{
+		Caller: n.env.Tools,
+		Ask:    n.asker(),
+		Emit:   emit,
+		Record: rec.step,
+		Prior:  prior,
+	})
+	rec.end(out, err, ctx.Err() != nil)
+	n.EndCall(err != nil)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var re *RunError
+		if errors.As(err, &re) {
+			// A step failed: the tool ran and reports it.
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
+				Text: fmt.Sprintf("graph %s failed at step %s: %v (run %s)", n.ID(), re.Step, re.Err, rec.id),
+			}}}, nil
+		}
+		return nil, err
+	}
+	return outputResult(out), nil
+}
+
+// outputResult is the graph's output as a tool result: a string as text;
+// anything else as compact JSON text, and an object as structured content
+// too.
+func outputResult(out any) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: asText(out)}}}
+	if m, ok := out.(map[string]any); ok {
+		res.StructuredContent = m
+	}
+	return res
+}
+
+func (n *Node) asker() Asker {
+	if n.env.Hooks == nil {
+		return nil
+	}
+	return func(ctx context.Context, q string) (*mcp.ElicitResult, error) {
+		return n.env.Hooks.Elicit(ctx, n.ID(), &mcp.ElicitParams{
+			Message: q,
+			RequestedSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"answer": map[string]any{"type": "string", "description": "your answer (optional)"},
+				},
+			},
+		})
+	}
+}
+
+func (n *Node) Info() node.Info {
+	info := n.BaseInfo()
+	info.Tools = len(n.tools)
+	info.Summary = fmt.Sprintf("%d steps", len(n.def.Steps))
+	info.Details = map[string]any{"runs": n.runs.summaries()}
+	return info
+}
