@@ -51,6 +51,9 @@ func nodeAddFlags() []*Flag {
 		{Name: "url", Value: "URL", Usage: "the server's URL (streamable HTTP or SSE) instead of a command", Kinds: onlyMCP},
 		{Name: "transport", Value: "stdio|http|sse", Values: []string{"http", "sse", "stdio"}, Usage: "default: stdio for a command; http for --url (sse for a URL ending in /sse)", Kinds: onlyMCP},
 		{Name: "header", Value: "'KEY: VALUE'", Usage: "HTTP header sent to the server; VALUE may hold ${VAR}", Repeat: true, Kinds: headerKinds},
+		{Name: "root", Value: "DIR", Usage: "folder offered to the server as an MCP root; with none, nerve offers no roots and the server keeps the folders on its command line", Repeat: true, Kinds: onlyMCP},
+		{Name: "restart", Value: "on-failure", Values: []string{"on-failure"}, Usage: "come back from ERROR by itself, retrying with backoff (1s doubling to 1m)", Kinds: onlyMCP},
+		{Name: "inherit-env", Usage: "give a stdio server nerve's whole environment instead of the safe list (PATH, HOME, ...) plus --env", Kinds: onlyMCP},
 
 		{Name: "base-url", Value: "URL", Usage: "root of the model's API, e.g. http://127.0.0.1:8080/v1 (required for --provider openai; anthropic defaults to https://api.anthropic.com)", Kinds: onlyLLM},
 		{Name: "model", Value: "MODEL", Usage: "model name the server knows (required)", Kinds: onlyLLM},
@@ -387,6 +390,20 @@ func mcpSpec(inv *Invocation, spec *node.Spec) (mcpconf.Options, error) {
 	if err := spec.DecodeOptions(&o); err != nil {
 		return o, err
 	}
+	for _, r := range inv.All("root") {
+		abs, err := absPath(r)
+		if err != nil {
+			return o, usagef(inv, "--root %q: %v", r, err)
+		}
+		o.Roots = append(o.Roots, abs)
+	}
+	switch r := inv.Flag("restart"); r {
+	case "", "on-failure":
+		o.Restart = r
+	default:
+		return o, usagef(inv, "--restart %q: the one policy is on-failure (leave the flag out for none)", r)
+	}
+	o.InheritEnv = inv.Bool("inherit-env")
 	return o, nil
 }
 

@@ -245,7 +245,7 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 	}
 
 	client := n.newClient(c)
-	if err := n.setRoots(client, srv); err != nil {
+	if err := n.setRoots(client); err != nil {
 		c.cancel()
 		if c.proc != nil {
 			c.proc.shutdown()
@@ -294,7 +294,14 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 		onLog = func(context.Context, *mcp.LoggingMessageRequest) {}
 		onProgress = func(context.Context, *mcp.ProgressNotificationClientRequest) {}
 	}
+	// The roots capability is advertised only when roots are configured
+	// (see setRoots); the SDK's default advertises it always.
+	caps := &mcp.ClientCapabilities{}
+	if len(n.opts.Roots) > 0 {
+		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
+	}
 	return mcp.NewClient(impl, &mcp.ClientOptions{
+		Capabilities: caps,
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return n.sample(ctx, c, req.Params)
 		},
@@ -324,29 +331,17 @@ func nerveVersion() string {
 	return "dev"
 }
 
-// setRoots offers the server the node's roots: the configured ones, or the
-// folder a stdio server runs in.
-func (n *Node) setRoots(client *mcp.Client, srv mcpconf.Server) error {
-	dirs := make([]string, 0, len(n.opts.Roots)+1)
+// setRoots offers the server the roots the user configured. With none
+// configured nerve offers none: a server such as server-filesystem replaces
+// the folders on its command line with the client's roots, so offering the
+// node's cwd by default would widen (or move) what the user allowed.
+func (n *Node) setRoots(client *mcp.Client) error {
+	roots := make([]*mcp.Root, 0, len(n.opts.Roots))
 	for _, r := range n.opts.Roots {
 		d, err := mcpconf.Expand(r, n.cfg.lookup)
 		if err != nil {
 			return fmt.Errorf("mcp node %q: roots: %w", n.ID(), err)
 		}
-		dirs = append(dirs, d)
-	}
-	if len(dirs) == 0 {
-		switch {
-		case srv.Cwd != "":
-			dirs = append(dirs, srv.Cwd)
-		case srv.Transport == "stdio":
-			if wd, err := os.Getwd(); err == nil {
-				dirs = append(dirs, wd)
-			}
-		}
-	}
-	roots := make([]*mcp.Root, 0, len(dirs))
-	for _, d := range dirs {
 		if strings.HasPrefix(d, "file://") {
 			roots = append(roots, &mcp.Root{URI: d})
 			continue

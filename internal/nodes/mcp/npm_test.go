@@ -59,6 +59,8 @@ func TestServerEverything(t *testing.T) {
 	dir := t.TempDir()
 	spec := stdioSpec("every", npmfix.ServerEverything(t))
 	spec.Cwd = dir
+	opts, _ := json.Marshal(map[string]any{"transport": "stdio", "roots": []string{dir}})
+	spec.Options = opts
 	hooks := &recordingHooks{}
 	n, err := newNode(spec, node.Env{Hooks: hooks}, defaultConfig())
 	if err != nil {
@@ -146,7 +148,7 @@ func TestServerEverything(t *testing.T) {
 			t.Errorf("SetLoggingLevel: %v", err)
 		}
 	})
-	t.Run("roots are the cwd", func(t *testing.T) {
+	t.Run("the configured roots", func(t *testing.T) {
 		if got := text(t, callOK(t, n, "get-roots-list", `{}`, nil)); !strings.Contains(got, dir) {
 			t.Errorf("roots = %q, want %s", got, dir)
 		}
@@ -166,15 +168,59 @@ func TestServerEverything(t *testing.T) {
 	})
 }
 
+// TestServerFilesystem is README's example: server-filesystem limited to
+// one folder on its command line. nerve must not widen that with roots, from
+// whatever folder the node runs in (/ and $HOME were the escapes: the server
+// replaced its folder with the client's roots).
 func TestServerFilesystem(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("contents of a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// No folder on the command line: the server asks for roots, and the
-	// node offers its cwd.
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cwd := range []string{"/", home} {
+		t.Run("cwd "+cwd, func(t *testing.T) {
+			spec := stdioSpec("fs", append(npmfix.ServerFilesystem(t), dir))
+			spec.Cwd = cwd
+			n, err := newNode(spec, node.Env{}, defaultConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustStart(t, n)
+			want, _ := filepath.EvalSymlinks(dir)
+			if got := text(t, callOK(t, n, "list_allowed_directories", `{}`, nil)); !strings.Contains(got, want) || strings.Count(got, "/") != strings.Count(want, "/") {
+				t.Errorf("list_allowed_directories = %q, want exactly %s", got, want)
+			}
+			if s := strings.Join(n.StderrTail(), "\n"); strings.Contains(s, "from MCP roots") {
+				t.Errorf("the server took roots from nerve:\n%s", s)
+			}
+			args, _ := json.Marshal(map[string]string{"path": filepath.Join(dir, "a.txt")})
+			if got := text(t, callOK(t, n, "read_file", string(args), nil)); got != "contents of a" {
+				t.Errorf("read_file = %q", got)
+			}
+			out, _ := json.Marshal(map[string]string{"path": "/etc/hostname"})
+			res, err := n.CallTool(context.Background(), &node.CallRequest{Tool: "read_file", Arguments: out})
+			if err != nil || !res.IsError {
+				t.Errorf("reading /etc/hostname outside the folder: %v, %v; want an IsError result", res, err)
+			}
+		})
+	}
+}
+
+// TestServerFilesystemConfiguredRoots: roots the user configures are
+// offered, and a server with no folder on its command line takes them.
+func TestServerFilesystemConfiguredRoots(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("contents of a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	spec := stdioSpec("fs", npmfix.ServerFilesystem(t))
-	spec.Cwd = dir
+	opts, _ := json.Marshal(map[string]any{"transport": "stdio", "roots": []string{dir}})
+	spec.Options = opts
+	spec.Cwd = "/"
 	n, err := newNode(spec, node.Env{}, defaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +230,7 @@ func TestServerFilesystem(t *testing.T) {
 	// background; its stderr says when.
 	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return strings.Contains(strings.Join(n.StderrTail(), "\n"), "Updated allowed directories from MCP roots: 1 valid")
-	}, "server-filesystem to take the node's cwd as its root")
+	}, "server-filesystem to take the configured root")
 	args, _ := json.Marshal(map[string]string{"path": filepath.Join(dir, "a.txt")})
 	if got := text(t, callOK(t, n, "read_file", string(args), nil)); got != "contents of a" {
 		t.Errorf("read_file = %q", got)
