@@ -272,7 +272,19 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		}
 		return nil, errors.New(n.explain(err, nil, true, sctx.Err() != nil && ctx.Err() == nil))
 	}
-	cs, err := client.Connect(sctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	// The connection lives on c.ctx, not on the start-up timeout: the SSE
+	// transport binds its GET stream to the context Connect is given, and
+	// a stream tied to sctx closed as soon as start-up was over. The
+	// timeout still bounds the handshake, by ending c.ctx.
+	var connected atomic.Bool
+	stopTimer := context.AfterFunc(sctx, func() {
+		if !connected.Load() {
+			c.cancel()
+		}
+	})
+	cs, err := client.Connect(c.ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	connected.Store(true)
+	stopTimer()
 	if err != nil {
 		return fail(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,4 +247,77 @@ func ClaudeCode(t testing.TB) string {
 		t.Fatalf("claude executable missing after install: %v", err)
 	}
 	return p
+}
+
+// HTTPServer is server-everything serving MCP over HTTP on a port of its
+// own, for tests of the http and sse transports. It can be stopped and
+// started again on the same port.
+type HTTPServer struct {
+	// URL is the MCP endpoint: http://127.0.0.1:PORT/mcp (streamable HTTP)
+	// or http://127.0.0.1:PORT/sse (legacy SSE).
+	URL  string
+	t    testing.TB
+	argv []string
+	port int
+	cmd  *exec.Cmd
+}
+
+// ServerEverythingHTTP starts server-everything in mode "streamableHttp"
+// or "sse" on a free port and stops it when the test ends.
+func ServerEverythingHTTP(t testing.TB, mode string) *HTTPServer {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	path := "/mcp"
+	if mode == "sse" {
+		path = "/sse"
+	}
+	s := &HTTPServer{
+		URL:  fmt.Sprintf("http://127.0.0.1:%d%s", port, path),
+		t:    t,
+		argv: []string{node(t), script(t, "@modelcontextprotocol/server-everything/dist/index.js"), mode},
+		port: port,
+	}
+	s.Start()
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// Start starts the server (again) and waits until it accepts connections.
+func (s *HTTPServer) Start() {
+	s.t.Helper()
+	cmd := exec.Command(s.argv[0], s.argv[1:]...)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", s.port))
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("starting server-everything: %v", err)
+	}
+	s.cmd = cmd
+	addr := fmt.Sprintf("127.0.0.1:%d", s.port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			s.t.Fatalf("server-everything did not listen on %s within 30s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the server and waits for it to exit.
+func (s *HTTPServer) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s.cmd = nil
 }

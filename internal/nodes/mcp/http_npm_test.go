@@ -1,0 +1,66 @@
+package mcpnode
+
+import (
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// TestServerEverythingOverHTTP runs server-everything over legacy SSE and
+// streamable HTTP: calls, progress, and a call after a pause longer than the
+// start timeout, each twice in a row. The SSE stream was bound to the start
+// timeout's context, so an SSE node went ERROR right after start.
+func TestServerEverythingOverHTTP(t *testing.T) {
+	for _, mode := range []string{"sse", "streamableHttp"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := npmfix.ServerEverythingHTTP(t, mode)
+			transport := map[string]string{"sse": "sse", "streamableHttp": "http"}[mode]
+			opts, _ := json.Marshal(map[string]any{"transport": transport, "url": srv.URL})
+			cfg := defaultConfig()
+			cfg.startTimeout = time.Second
+			for round := 1; round <= 2; round++ {
+				n, err := newNode(node.Spec{ID: "evs", Kind: Kind, Options: opts}, node.Env{}, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mustStart(t, n)
+				for i := 0; i < 2; i++ {
+					if got := text(t, callOK(t, n, "echo", `{"message":"hello"}`, nil)); !strings.Contains(got, "hello") {
+						t.Errorf("round %d: echo = %q", round, got)
+					}
+				}
+				var mu sync.Mutex
+				var steps []float64
+				callOK(t, n, "trigger-long-running-operation", `{"duration":1,"steps":4}`, func(e node.CallEvent) {
+					if e.Kind == node.EventProgress {
+						mu.Lock()
+						steps = append(steps, e.Progress)
+						mu.Unlock()
+					}
+				})
+				mu.Lock()
+				// Over HTTP the last notification may lose the race with the
+				// result (they travel on different streams); the rest arrive.
+				if len(steps) < 3 {
+					t.Errorf("round %d: progress = %v, want at least 3 of 4 notifications", round, steps)
+				}
+				mu.Unlock()
+				// A pause longer than the start timeout: the point of the
+				// test is that time passes, so this sleep waits for nothing.
+				time.Sleep(cfg.startTimeout + 500*time.Millisecond)
+				if n.State() != node.Ready {
+					t.Fatalf("round %d: after a pause the node is %s: %s", round, n.State(), n.Info().Error)
+				}
+				if got := text(t, callOK(t, n, "echo", `{"message":"again"}`, nil)); !strings.Contains(got, "again") {
+					t.Errorf("round %d: echo after a pause = %q", round, got)
+				}
+				n.Stop(t.Context())
+			}
+		})
+	}
+}
