@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -38,6 +41,56 @@ type call struct {
 // without progress, or at the absolute cap. None of these puts the node in
 // ERROR; a connection lost mid-call does, and the call's error says why.
 func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	if err := n.revive(ctx); err != nil {
+		return nil, err
+	}
+	res, err := n.callOnce(ctx, req)
+	if errors.Is(err, errSessionGone) {
+		// The server forgot the session (it restarted) and refused the
+		// call without running it: reconnect and send it once more.
+		if rerr := n.reconnect(ctx); rerr != nil {
+			return nil, fmt.Errorf("tool %q on node %q: the server forgot nerve's session and reconnecting failed: %w", req.Tool, n.ID(), rerr)
+		}
+		res, err = n.callOnce(ctx, req)
+	}
+	return res, err
+}
+
+// revive reconnects a remote (http, sse) node that is ERROR because its
+// server was unreachable, so a node recovers when its server comes back. A
+// stdio node in ERROR stays there until it is restarted.
+func (n *Node) revive(ctx context.Context) error {
+	n.mu.RLock()
+	remote := n.server.URL != ""
+	want, looping := n.wantRunning, n.restartCancel != nil
+	n.mu.RUnlock()
+	if !remote || !want || looping || n.State() != node.Error {
+		return nil
+	}
+	if err := n.reconnect(ctx); err != nil {
+		return fmt.Errorf("node %q is ERROR and reconnecting failed: %w", n.ID(), err)
+	}
+	return nil
+}
+
+// reconnect replaces a failed connection with a new one, unless another
+// caller has done so meanwhile.
+func (n *Node) reconnect(ctx context.Context) error {
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	if n.State() == node.Ready || n.State() == node.Busy {
+		n.mu.RLock()
+		c := n.conn
+		n.mu.RUnlock()
+		if c != nil && !c.broken.Load() {
+			return nil
+		}
+	}
+	_ = n.stopLocked(ctx)
+	return n.startLocked(ctx)
+}
+
+func (n *Node) callOnce(ctx context.Context, req *node.CallRequest) (*mcp.CallToolResult, error) {
 	if err := n.BeginCall(); err != nil {
 		return nil, err
 	}
@@ -108,6 +161,26 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 			return nil, fmt.Errorf("call to %q cancelled (the server was told): %w", req.Tool, context.Cause(ctx))
 		}
 		return nil, context.Cause(cctx)
+	}
+	if c.proc == nil {
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			// The server is down. The node is ERROR until it comes back;
+			// the next call reconnects.
+			msg := fmt.Sprintf("connection refused at %s: is the server running? (the next call reconnects)", n.server.URL)
+			c.broken.Store(true)
+			if n.Machine.ToIf(node.Error, msg, node.Ready, node.Busy) == nil {
+				n.scheduleRestart(c)
+			}
+			return nil, fmt.Errorf("tool %q on node %q: %s", req.Tool, n.ID(), msg)
+		}
+		if errors.Is(err, mcp.ErrSessionMissing) || strings.HasSuffix(err.Error(), ": "+http.StatusText(http.StatusBadRequest)) {
+			// 404 for our session id (the spec's way to say the session
+			// is gone), or 400 (what servers such as server-everything
+			// answer for a session id they do not know): the call was not
+			// run.
+			c.broken.Store(true)
+			return nil, fmt.Errorf("tool %q on node %q: %w: %v", req.Tool, n.ID(), errSessionGone, err)
+		}
 	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 )
 
 // explain turns the error that ended (or prevented) a connection into a
@@ -62,6 +63,11 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 		}
 	case errors.Is(err, ErrAuthorizationRequired) || strings.Contains(errText, ErrAuthorizationRequired.Error()):
 		msg = fmt.Sprintf("the server at %s needs you to sign in (OAuth) before nerve may use it: run `nerve node auth %s` to authorize nerve in a browser, or give the node a token (--header 'Authorization: Bearer ${TOKEN}')", n.server.URL, n.ID())
+	case p == nil && errors.Is(err, syscall.ECONNREFUSED):
+		msg = fmt.Sprintf("connection refused at %s: is the server running?", n.server.URL)
+		if !starting {
+			msg += " (the next call reconnects)"
+		}
 	case p == nil && starting:
 		msg = fmt.Sprintf("connecting to %s: %v (is the URL right, the server up, and the transport %q the one it speaks?)", n.server.URL, err, n.server.Transport)
 	default:

@@ -64,3 +64,47 @@ func TestServerEverythingOverHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPServerDownAndBack stops a real streamable-HTTP server under a
+// READY node and starts it again on the same port: while it is down a call
+// says "connection refused at URL"; once it is back the next call works
+// without a restart by hand (the server forgot nerve's session, so nerve
+// reconnects). Before, the call said "the server refused the call (-32005)"
+// and the node stayed ERROR on "Bad Request".
+func TestHTTPServerDownAndBack(t *testing.T) {
+	srv := npmfix.ServerEverythingHTTP(t, "streamableHttp")
+	opts, _ := json.Marshal(map[string]any{"transport": "http", "url": srv.URL})
+	n, err := newNode(node.Spec{ID: "evh", Kind: Kind, Options: opts}, node.Env{}, defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, n)
+	callOK(t, n, "echo", `{"message":"before"}`, nil)
+
+	// Restarted while idle: the next call reconnects and runs.
+	srv.Stop()
+	srv.Start()
+	if got := text(t, callOK(t, n, "echo", `{"message":"after a server restart"}`, nil)); !strings.Contains(got, "after a server restart") {
+		t.Errorf("echo after the server restarted = %q", got)
+	}
+
+	// Down: a clear message, twice (the second call tries to reconnect).
+	srv.Stop()
+	for i := 0; i < 2; i++ {
+		_, err := n.CallTool(t.Context(), &node.CallRequest{Tool: "echo", Arguments: json.RawMessage(`{"message":"x"}`)})
+		if err == nil || !strings.Contains(err.Error(), "connection refused at "+srv.URL) || !strings.Contains(err.Error(), "is the server running?") {
+			t.Errorf("call %d while the server is down: %v; want connection refused at %s", i+1, err, srv.URL)
+		}
+	}
+	if st := n.State(); st != node.Error {
+		t.Errorf("state while the server is down = %s, want ERROR", st)
+	}
+	// Back: the next call reconnects.
+	srv.Start()
+	if got := text(t, callOK(t, n, "echo", `{"message":"back"}`, nil)); !strings.Contains(got, "back") {
+		t.Errorf("echo once the server is back = %q", got)
+	}
+	if st := n.State(); st != node.Ready {
+		t.Errorf("state once the server is back = %s", st)
+	}
+}

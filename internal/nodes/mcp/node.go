@@ -154,7 +154,13 @@ type conn struct {
 	// tapped: progress and log notifications come through tapConn, not
 	// the SDK's handlers.
 	tapped bool
+	// broken: a call found the server gone; the next call reconnects.
+	broken atomic.Bool
 }
+
+// errSessionGone: an http server refused a call because it no longer
+// knows nerve's session (it restarted); the call was not run.
+var errSessionGone = errors.New("the server no longer knows nerve's session")
 
 const (
 	listTools uint32 = 1 << iota
