@@ -128,24 +128,20 @@ func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
 	if err := c.Shutdown(ctx); err != nil {
 		return err
 	}
-	// Wait until the socket stops answering, so a following command
-	// starts a new daemon instead of finding the old one.
-	deadline := time.Now().Add(daemon.StopTimeout + 2*time.Second)
-	for time.Now().Before(deadline) {
-		c.Close()
-		if _, err := c.Version(ctx); errors.Is(err, client.ErrDaemonUnavailable) {
-			if !env.JSON {
-				fmt.Fprintf(env.Stdout, "daemon stopped (pid %d)\n", v.PID)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
+	// Wait until the process has exited (its lock is free), so a
+	// following command starts a new daemon at once.
+	p, err := env.paths()
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("daemon (pid %d) is still answering after %v: see `nerve daemon status` and the log", v.PID, daemon.StopTimeout+2*time.Second)
+	c.Close()
+	if err := daemon.WaitExited(ctx, p, daemon.ExitTimeout); err != nil {
+		return fmt.Errorf("daemon (pid %d) did not exit: %w (end it with `kill %d`)", v.PID, err, v.PID)
+	}
+	if !env.JSON {
+		fmt.Fprintf(env.Stdout, "daemon stopped (pid %d)\n", v.PID)
+	}
+	return nil
 }
 
 func runDaemonStatus(ctx context.Context, env *Env, inv *Invocation) error {

@@ -36,6 +36,12 @@ func Run(ctx context.Context, opts Options, ready func()) error {
 		opts.Logger = log
 	}
 	unlock, err := lockFile(p.Lock)
+	if errors.Is(err, ErrRunning) && !answers(ctx, p.Socket) {
+		// A daemon that was asked to stop holds the lock until it has
+		// exited (it stops its nodes first): wait for it rather than fail
+		// the command that is starting a new one.
+		unlock, err = waitLock(ctx, p.Lock, ExitTimeout)
+	}
 	if err != nil {
 		return err
 	}
