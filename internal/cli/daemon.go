@@ -135,7 +135,7 @@ func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
 		return err
 	}
 	c.Close()
-	if err := daemon.WaitExited(ctx, p, daemon.ExitTimeout); err != nil {
+	if err := daemon.WaitExited(ctx, p, v.PID, daemon.ExitTimeout); err != nil {
 		return fmt.Errorf("daemon (pid %d) did not exit: %w (end it with `kill %d`)", v.PID, err, v.PID)
 	}
 	if !env.JSON {

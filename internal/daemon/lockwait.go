@@ -14,17 +14,33 @@ import (
 // nodes' stop (StopTimeout) and a margin for the process to end.
 const ExitTimeout = StopTimeout + 2*time.Second
 
-// WaitExited waits until no daemon holds the lock of p: the daemon that
-// was asked to stop has exited, so a new one can start at once. The lock
-// is dropped by the kernel when the process is gone, so this is the exit
-// itself, not a guess from the socket.
-func WaitExited(ctx context.Context, p paths.Paths, timeout time.Duration) error {
-	unlock, err := waitLock(ctx, p.Lock, timeout)
-	if err != nil {
-		return err
+// WaitExited waits until the daemon with process id pid has exited: no
+// daemon holds the lock of p (the kernel drops it only when the process is
+// gone), or — when a new daemon has taken the lock meanwhile — pid is no
+// longer running.
+func WaitExited(ctx context.Context, p paths.Paths, pid int, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 5 * time.Millisecond
+	for {
+		unlock, err := lockFile(p.Lock)
+		if err == nil {
+			unlock()
+			return nil
+		}
+		if !errors.Is(err, ErrRunning) {
+			return err
+		}
+		if !processAlive(pid) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("it is still running %v after it was asked to stop", timeout)
+		case <-time.After(delay):
+			delay = min(delay*2, 50*time.Millisecond)
+		}
 	}
-	unlock()
-	return nil
 }
 
 // waitLock takes the daemon lock, waiting up to timeout for a daemon that
