@@ -348,7 +348,7 @@ func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.Node(ctx, name)
+	d, err := startedNode(ctx, s, name)
 	if err != nil {
 		return err
 	}
@@ -373,6 +373,16 @@ func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
 			roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), stepStates(r.Steps))
 	}
 	return tw.Flush()
+}
+
+// startedNode returns node id once it has started: a graph reads its runs
+// when it starts, so right after a daemon start (the session is restored
+// in the background) a STARTING graph would list none. Listing its tools
+// waits for the start; its error (an unknown node, a node in ERROR) is
+// left for s.Node to report.
+func startedNode(ctx context.Context, s *client.Session, id string) (api.NodeDetail, error) {
+	_, _ = s.Tools(ctx, id)
+	return s.Node(ctx, id)
 }
 
 // stepStates counts a run's steps by state: "3 finished, 1 failed".
@@ -407,7 +417,7 @@ func findRun(ctx context.Context, env *Env, inv *Invocation) (*client.Session, s
 	if err != nil {
 		return nil, "", nil, err
 	}
-	d, err := s.Node(ctx, name)
+	d, err := startedNode(ctx, s, name)
 	if err != nil {
 		return nil, "", nil, err
 	}
