@@ -2,11 +2,14 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/chzyer/readline"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/commander"
@@ -19,7 +22,13 @@ func callCmd() *Command {
 		Name:    "call",
 		Summary: "run one Commander line and exit",
 		Usage:   "call LINE...",
-		Help: `LINE is a Commander line; the words are joined with spaces.
+		Help: `LINE is a Commander line. Each word the shell hands nerve stays one
+word: k="a b" is one argument, and a single-tool node gets the words quoted
+for a shell where needed (nerve call @bash echo "a   b" prints a   b).
+The arguments may also come as JSON (or a single-tool node's text) on
+stdin: end the line with - (nerve call @fs read_file - < args.json); with
+no arguments, a tool that requires some reads them from stdin when stdin
+is not a terminal.
 The answer goes to stdout, errors to stderr. Exit codes: 0 done, 1 could
 not do it, 2 bad input, 3 the tool ran and reported an error.
 Flags go before LINE (nerve --json call @fs ...): everything after the
@@ -28,7 +37,9 @@ first word of LINE belongs to it.
 Examples:
   nerve call @fs read_file '{"path":"/tmp/a"}'
   nerve call @fs read_file path=/tmp/a
+  nerve call @think sequentialthinking thought="first step" thoughtNumber=1 totalThoughts=2 nextThoughtNeeded=true
   nerve call @bash ls -la
+  echo '{"path":"/tmp/a"}' | nerve call @fs read_file -
   nerve call @fs ?              list fs's tools
   nerve call @fs read_file ?    help for one tool
   nerve --json call @fs read_file path=/tmp/a`,
@@ -39,7 +50,12 @@ Examples:
 }
 
 func runCall(ctx context.Context, env *Env, inv *Invocation) error {
-	line := strings.TrimSpace(strings.Join(inv.Args, " "))
+	words := inv.Args
+	dash := len(words) >= 2 && words[len(words)-1] == "-"
+	if dash {
+		words = words[:len(words)-1]
+	}
+	line := callLine(words)
 	if line == "" {
 		return usagef(inv, "`nerve call` needs a Commander line, e.g. `nerve call @bash ls`")
 	}
@@ -65,9 +81,10 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		cat[id] = tools
 	}
-	ln, err := commander.Parse(line, commander.NewIndex(cat), nil)
-	if err != nil {
-		return usagef(inv, "%v", err)
+	idx := commander.NewIndex(cat)
+	ln, err := commander.Parse(line, idx, nil)
+	if ln, err = argsFromStdin(env, inv, idx, ln, err, dash, len(words)); err != nil {
+		return err
 	}
 	switch ln.Kind {
 	case commander.Empty:
@@ -108,6 +125,145 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		return errToolFailed
 	}
 	return nil
+}
+
+// callLine joins nerve call's words into a Commander line that the
+// Commander splits into the same words: each word is quoted for a shell
+// where it needs it ('…', with ' written '\''), which both the Commander's
+// key=value reader and a bash node read back as the one word it was. The
+// first word, a lone ?, and JSON ({…} or […]) stay as they are; in
+// key=value only the value is quoted.
+func callLine(words []string) string {
+	var b strings.Builder
+	for i, w := range words {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		switch {
+		case i == 0, w == "?", strings.HasPrefix(w, "{"), strings.HasPrefix(w, "["):
+			b.WriteString(w)
+		default:
+			if k, v, ok := strings.Cut(w, "="); ok && isKey(k) {
+				b.WriteString(k)
+				b.WriteByte('=')
+				if strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
+					b.WriteString(v)
+				} else {
+					b.WriteString(shellQuote(v))
+				}
+				continue
+			}
+			b.WriteString(shellQuote(w))
+		}
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// isKey reports whether k can be the key of a key=value word.
+func isKey(k string) bool {
+	if k == "" {
+		return false
+	}
+	for _, c := range k {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// shellQuote quotes w for a POSIX shell unless every byte of it is plain
+// (a trailing ? is left alone: `@fs read_file?` asks for help).
+func shellQuote(w string) string {
+	if w == "" {
+		return "''"
+	}
+	plain := true
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80 || strings.IndexByte("_-./:@%+,=^", c) >= 0 || c == '?' && i == len(w)-1 {
+			continue
+		}
+		plain = false
+		break
+	}
+	if plain {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// argsFromStdin reads the call's arguments from stdin when the line ends
+// with - (dash), or when it gives none for a tool that requires some and
+// stdin is not a terminal. JSON ({…}) is the arguments; other text is a
+// single-tool node's (or a text tool's) free text. nWords is how many
+// words the line had.
+func argsFromStdin(env *Env, inv *Invocation, idx commander.Catalog, ln *commander.Line, perr error, dash bool, nWords int) (*commander.Line, error) {
+	if !dash {
+		// Without -, stdin is read only for a line that names a tool,
+		// gives it no arguments although it requires some, and runs with
+		// stdin that is not a person's terminal.
+		read := perr != nil && ln != nil && ln.Tool != "" && nWords <= 2 && env.Stdin != nil && !isTerminal(env.Stdin)
+		if !read {
+			if perr != nil {
+				return nil, usagef(inv, "%v", perr)
+			}
+			return ln, nil
+		}
+	}
+	if perr != nil && (ln == nil || ln.Tool == "") {
+		return nil, usagef(inv, "%v", perr)
+	}
+	if ln.Tool == "" {
+		return nil, usagef(inv, "`nerve call @%s -` reads the arguments of one tool: name it, e.g. `nerve call @%s TOOL -`", ln.Node, ln.Node)
+	}
+	if env.Stdin == nil {
+		return nil, usagef(inv, "- reads the arguments from stdin, and there is none")
+	}
+	data, err := io.ReadAll(io.LimitReader(env.Stdin, maxStdinArgs+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the arguments from stdin: %w", err)
+	}
+	if len(data) > maxStdinArgs {
+		return nil, usagef(inv, "the arguments on stdin are over %d MB", maxStdinArgs>>20)
+	}
+	text := strings.TrimSpace(string(data))
+	if text == "" {
+		if perr != nil {
+			return nil, usagef(inv, "%v (nothing came on stdin either)", perr)
+		}
+		return nil, usagef(inv, "- reads the arguments from stdin, and stdin was empty: pipe JSON in, e.g. echo '{\"path\": \"/tmp\"}' | nerve call @%s %s -", ln.Node, ln.Tool)
+	}
+	qualified := "@" + ln.Node + "." + ln.Tool
+	if !strings.HasPrefix(text, "{") {
+		t, _ := idx.Tool(ln.Node, ln.Tool)
+		param := ""
+		if t != nil {
+			param = commander.RawParam(t)
+		}
+		if param == "" {
+			return nil, usagef(inv, "@%s %s takes JSON arguments on stdin ({...}), not free text", ln.Node, ln.Tool)
+		}
+		b, err := json.Marshal(map[string]string{param: strings.TrimRight(string(data), "\n")})
+		if err != nil {
+			return nil, err
+		}
+		text = string(b)
+	}
+	ln2, err := commander.Parse(qualified+" "+text, idx, nil)
+	if err != nil {
+		return nil, usagef(inv, "the arguments on stdin: %v", err)
+	}
+	return ln2, nil
+}
+
+// maxStdinArgs bounds the arguments read from stdin.
+const maxStdinArgs = 64 << 20
+
+// isTerminal reports whether r is a terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && readline.IsTerminal(int(f.Fd()))
 }
 
 // lineNode returns the node a Commander line starting with '@' names.

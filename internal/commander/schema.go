@@ -268,6 +268,16 @@ func typeLabel(root, s schemaObj) string {
 // rawParam is the parameter that receives free text (`@bash ls -la`,
 // `@fs search hello`): the tool's one required parameter when it is a string,
 // or, when nothing is required, its only string parameter. "" when none.
+// RawParam returns the parameter of t that takes a line's free text (its
+// one required string parameter), or "" when it has none.
+func RawParam(t *mcp.Tool) string { return rawParam(t) }
+
+// RequiresArgs reports whether t has required parameters.
+func RequiresArgs(t *mcp.Tool) bool {
+	s := toolSchema(t)
+	return s != nil && len(requiredNames(s)) > 0
+}
+
 func rawParam(t *mcp.Tool) string {
 	s := toolSchema(t)
 	if s == nil {
