@@ -129,7 +129,8 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 
 // callLine joins nerve call's words into a Commander line that the
 // Commander splits into the same words: each word is quoted for a shell
-// where it needs it ('…', with ' written '\''), which both the Commander's
+// where it needs it (in single quotes; a quote inside is closed, escaped
+// and reopened), which both the Commander's
 // key=value reader and a bash node read back as the one word it was. The
 // first word, a lone ?, and JSON ({…} or […]) stay as they are; in
 // key=value only the value is quoted.
