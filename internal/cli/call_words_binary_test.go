@@ -62,3 +62,20 @@ func TestBinaryCallKeepsWords(t *testing.T) {
 		t.Errorf("echo with no arguments and empty stdin: exit %d, %q; want a usage error naming message", code, errs)
 	}
 }
+
+// TestBinaryCallToNodeInError: after `nerve call @sh exit 3` the bash node
+// is ERROR, and the next call says so and how to restart it — not that the
+// tool is unknown.
+func TestBinaryCallToNodeInError(t *testing.T) {
+	n := newRealNerve(t)
+	n.Must("node", "add", "bash", "sh")
+	n.Run("call", "@sh", "exit", "3")
+	_, errs, code := n.Run("call", "@sh", "echo", "hi")
+	if code != ExitFailed || !strings.Contains(errs, `node "sh" is ERROR (bash exited with status 3)`) || !strings.Contains(errs, "`nerve node restart sh`") {
+		t.Errorf("a call to a node in ERROR: exit %d, %q", code, errs)
+	}
+	n.Must("node", "restart", "sh")
+	if out := n.Must("call", "@sh", "echo", "hi"); out != "hi\n" {
+		t.Errorf("after a restart: %q", out)
+	}
+}

@@ -155,7 +155,7 @@ func ExitCode(stderr io.Writer, err error) int {
 	if errors.Is(err, errToolFailed) {
 		return code // the tool's own output already said it
 	}
-	msg := err.Error()
+	msg := cliSyntax(err.Error())
 	if !strings.HasPrefix(msg, "nerve") {
 		msg = "nerve: " + msg
 	}

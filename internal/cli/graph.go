@@ -199,7 +199,7 @@ func runGraphAdd(ctx context.Context, env *Env, inv *Invocation) error {
 	if env.JSON {
 		return printJSON(env, info)
 	}
-	fmt.Fprintf(env.Stderr, "graph %s added (%s); run it with `@%s ?` to see its inputs\n", name, info.Summary, name)
+	fmt.Fprintf(env.Stderr, "graph %s added (%s); see its inputs with `nerve call @%s ?`\n", name, info.Summary, name)
 	return nil
 }
 

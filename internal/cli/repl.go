@@ -10,12 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chzyer/readline"
 
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // replHelp is `:help` with no command: the grammar with examples.
@@ -52,6 +54,7 @@ func RunREPL(ctx context.Context, env *Env) error {
 		session: c.Session(env.SessionName()),
 		outDir:  filepath.Join(p.State, "outputs"),
 		history: &commander.History{},
+		kick:    make(chan struct{}, 1),
 	}
 	r.color = colorWanted(env)
 	r.style = commander.NewStyle(r.color)
@@ -125,6 +128,12 @@ type repl struct {
 	history *commander.History
 	outDir  string
 	asks    *asker
+
+	// gone: the daemon stopped answering (the watch saw its socket go
+	// quiet); the next line starts it again. kick wakes the watch to
+	// subscribe at once after that.
+	gone atomic.Bool
+	kick chan struct{}
 
 	// mu guards busy: a call or command is running, so background notices
 	// are held back until the prompt is shown again.
@@ -230,12 +239,18 @@ func (r *repl) lastHistory() string {
 func (r *repl) run(ctx context.Context, text string) (quit bool) {
 	r.setBusy(true)
 	defer r.setBusy(false)
+	if r.gone.Load() {
+		r.restartDaemon(ctx)
+	}
 	if id := lineNode(text); id != "" {
 		if tools, known := r.catalog.index().Tools(id); !known || tools == nil {
 			// The catalog may be a moment behind another client, or the
 			// node still starting.
 			r.catalog.refresh(ctx)
 			r.waitStarting(ctx, id)
+			if tools, known := r.catalog.index().Tools(id); known && tools == nil && r.printNodeNotReady(ctx, id) {
+				return false
+			}
 		}
 	}
 	ln, err := commander.Parse(text, r.catalog.index(), r.history)
@@ -262,6 +277,31 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 		r.call(ctx, ln)
 	}
 	return false
+}
+
+// restartDaemon starts the daemon again after it went away under an open
+// Commander (someone ran `nerve daemon stop`, or it died), as any nerve
+// command would: the daemon restores the session, and the REPL's client,
+// which dials the socket per request, works again.
+func (r *repl) restartDaemon(ctx context.Context) {
+	if r.env.Embedded || r.env.Client != nil {
+		return
+	}
+	c, started, err := r.env.connectDaemon(ctx, true)
+	if err != nil {
+		r.printErr(fmt.Errorf("the daemon has stopped and starting it again failed: %w", err))
+		return
+	}
+	c.Close()
+	r.gone.Store(false)
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+	if started {
+		fmt.Fprintln(r.errOut, paint(r.style, r.style.Dim, "· the daemon had stopped; started it again (nodes come back as they were)"))
+	}
+	r.catalog.refresh(ctx)
 }
 
 // startWait is how long a line waits for its node to finish starting.
@@ -297,18 +337,23 @@ func (r *repl) waitStarting(ctx context.Context, id string) {
 	}
 }
 
-// printNodeNotReady explains why a node has no tools to show.
-func (r *repl) printNodeNotReady(ctx context.Context, id string) {
+// printNodeNotReady explains why a node has no tools to show; it reports
+// whether it said anything (not for a node that is READY after all).
+func (r *repl) printNodeNotReady(ctx context.Context, id string) bool {
 	d, err := r.session.Node(ctx, id)
 	if err != nil {
 		r.printErr(err)
-		return
+		return true
 	}
-	msg := fmt.Sprintf("@%s is %s: its tools are not known", id, d.Info.State)
-	if d.Info.Error != "" {
-		msg += " — " + d.Info.Error
+	switch d.Info.State {
+	case node.Ready, node.Busy:
+		return false
+	case node.Starting:
+		r.printErr(fmt.Errorf("@%s is still starting: its tools are not known yet (`:node info %s` says when it is ready)", id, id))
+		return true
 	}
-	r.printErr(errors.New(msg + fmt.Sprintf(" (try `:node restart %s`, `:node info %s`)", id, id)))
+	r.printErr(node.NotReady(id, d.Info.State, d.Info.Error))
+	return true
 }
 
 func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
@@ -332,7 +377,7 @@ func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
 		}
 	}
 	sub := *r.env
-	sub.Stdout, sub.Stderr, sub.Stdin = r.out, r.errOut, nil
+	sub.Stdout, sub.Stderr, sub.Stdin = r.out, syntaxWriter{r.errOut, replSyntax}, nil
 	sub.Client = r.client
 	sub.Color = &r.color
 	sub.Session = r.session.Name()
@@ -353,7 +398,7 @@ func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
 }
 
 func (r *repl) printErr(err error) {
-	fmt.Fprintln(r.errOut, paint(r.style, r.style.Bold+r.style.Red, "error: ")+err.Error())
+	fmt.Fprintln(r.errOut, paint(r.style, r.style.Bold+r.style.Red, "error: ")+replSyntax(err.Error()))
 }
 
 // setBusy marks a call or command running; notices wait until it ends.
@@ -393,9 +438,13 @@ func (r *repl) watch(ctx context.Context) {
 	for ctx.Err() == nil {
 		w, err := r.session.Subscribe(ctx)
 		if err != nil {
+			if errors.Is(err, client.ErrDaemonUnavailable) {
+				r.gone.Store(true)
+			}
 			select {
 			case <-ctx.Done():
 				return
+			case <-r.kick:
 			case <-time.After(backoff):
 			}
 			backoff = min(backoff*2, 5*time.Second)
@@ -435,7 +484,7 @@ func stateNotice(st *commander.Style, node, from, to, reason string) string {
 		if reason != "" {
 			msg += ": " + reason
 		}
-		return paint(st, st.Bold+st.Red, msg) + paint(st, st.Dim, fmt.Sprintf("  (:node restart %s)", node))
+		return paint(st, st.Bold+st.Red, msg) + paint(st, st.Dim, fmt.Sprintf("  (`:node restart %s`)", node))
 	case to == "READY" && from == "STARTING":
 		return paint(st, st.Dim, fmt.Sprintf("· @%s is READY", node))
 	}

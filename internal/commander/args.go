@@ -33,7 +33,7 @@ func parseJSONArgs(ln *Line, s schemaObj, text string, refs Refs) (json.RawMessa
 				continue
 			}
 			if ts := types(s, p); len(ts) > 0 && !allows(ts, rawType(raw)) {
-				return nil, fmt.Errorf("%q is %s but should be %s — @%s %s ? shows its parameters", key, article(rawType(raw)), typeLabel(s, p), ln.Node, ln.Tool)
+				return nil, fmt.Errorf("%q is %s but should be %s — `@%s %s ?` shows its parameters", key, article(rawType(raw)), typeLabel(s, p), ln.Node, ln.Tool)
 			}
 		}
 	}
@@ -116,7 +116,7 @@ func article(t string) string {
 
 func unknownKey(ln *Line, s schemaObj, key string) error {
 	names := propertyNames(s)
-	hint := fmt.Sprintf("@%s %s ? lists its parameters", ln.Node, ln.Tool)
+	hint := fmt.Sprintf("`@%s %s ?` lists its parameters", ln.Node, ln.Tool)
 	if d := DidYouMean(key, names); d != "" {
 		hint = "did you mean " + d + "? " + hint
 	} else if len(names) > 0 && len(names) <= 8 {
@@ -132,7 +132,7 @@ func checkRequired(ln *Line, s schemaObj, given map[string]json.RawMessage) erro
 			continue
 		}
 		p, _ := property(s, s, r)
-		return fmt.Errorf("missing required argument %q (%s) — add %s=%s, or see @%s %s ?", r, typeLabel(s, p), r, placeholder(s, r, p), ln.Node, ln.Tool)
+		return fmt.Errorf("missing required argument %q (%s) — add %s=%s, or see `@%s %s ?`", r, typeLabel(s, p), r, placeholder(s, r, p), ln.Node, ln.Tool)
 	}
 	return nil
 }

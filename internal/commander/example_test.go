@@ -47,7 +47,7 @@ func ExampleParse() {
 	// call fs read_file {"path":"/tmp/notes.txt"} []
 	// call bash bash {"command":"ls -la ?"} []
 	// command    ["node" "add" "bash" "sh" "--cwd" "/srv/my app"]
-	// error: unknown node "fss" — did you mean @fs? (:node ls lists nodes)
+	// error: unknown node "fss" — did you mean @fs? (`:node ls` lists nodes)
 	// error: tail=abc: expected integer
 	// error: type @NODE ? to list a node's tools (nodes: bash, fs)
 }

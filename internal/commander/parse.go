@@ -67,7 +67,7 @@ func parseAt(ln *Line, s string, cat Catalog, refs Refs) (*Line, error) {
 	ln.Node = nodeID
 	if qualified {
 		if toolName == "" {
-			return nil, fmt.Errorf("missing tool name after @%s. — type @%s ? to list its tools", nodeID, nodeID)
+			return nil, fmt.Errorf("missing tool name after @%s. — type `@%s ?` to list its tools", nodeID, nodeID)
 		}
 		t, ok := cat.Tool(nodeID, toolName)
 		if !ok {
@@ -189,9 +189,9 @@ func parseToolArgs(ln *Line, t *mcp.Tool, rest string, refs Refs, afterName bool
 	}
 	if raw == "" {
 		if s == nil {
-			return nil, fmt.Errorf("the tools of @%s are not listed yet, so free text cannot be matched to a parameter — write key=value or {JSON}, or wait until :node info %s says ready", ln.Node, ln.Node)
+			return nil, fmt.Errorf("the tools of @%s are not listed yet, so free text cannot be matched to a parameter — write key=value or {JSON}, or wait until `:node info %s` says ready", ln.Node, ln.Node)
 		}
-		return nil, fmt.Errorf("@%s %s takes key=value or {JSON} arguments, not free text — e.g. %s (@%s %s ? shows its parameters)", ln.Node, t.Name, exampleKV(ln.Node, t, false), ln.Node, t.Name)
+		return nil, fmt.Errorf("@%s %s takes key=value or {JSON} arguments, not free text — e.g. %s (`@%s %s ?` shows its parameters)", ln.Node, t.Name, exampleKV(ln.Node, t, false), ln.Node, t.Name)
 	}
 	if afterName {
 		rest = unquoteWhole(rest)
@@ -256,11 +256,11 @@ func cutSpace(s string) (word, rest string) {
 
 func unknownNode(id string, cat Catalog) error {
 	nodes := cat.Nodes()
-	hint := "(:node ls lists nodes)"
+	hint := "(`:node ls` lists nodes)"
 	if s := DidYouMean(id, nodes); s != "" {
 		hint = "did you mean @" + s + "? " + hint
 	} else if len(nodes) > 0 {
-		hint = nodeList(cat) + "; :node add KIND " + suggestNodeID(id) + " adds one"
+		hint = nodeList(cat) + "; `:node add KIND " + suggestNodeID(id) + "` adds one"
 	}
 	if !validNodeID(id) {
 		return fmt.Errorf("invalid node id %q: ids are lower-case a-z, 0-9, '_' and '-' — %s", id, hint)
@@ -283,7 +283,7 @@ func suggestNodeID(id string) string {
 }
 
 func unknownTool(node, tool string, cat Catalog) error {
-	hint := fmt.Sprintf("@%s ? lists its tools", node)
+	hint := fmt.Sprintf("`@%s ?` lists its tools", node)
 	if s := DidYouMean(tool, toolNames(cat, node)); s != "" {
 		hint = "did you mean " + s + "? " + hint
 	}

@@ -42,15 +42,15 @@ func TestParse(t *testing.T) {
 		{name: "node without listed tools", input: "@pending ?", kind: NodeHelp, node: "pending"},
 
 		// unknown and invalid names
-		{name: "unknown node with suggestion", input: "@fss ?", err: `unknown node "fss" — did you mean @fs? (:node ls lists nodes)`},
-		{name: "unknown node without suggestion", input: "@zzzzzz ?", err: `unknown node "zzzzzz" — nodes: bash, echo, fs, fs-cache, graph, pending; :node add KIND zzzzzz adds one`},
+		{name: "unknown node with suggestion", input: "@fss ?", err: "unknown node \"fss\" — did you mean @fs? (`:node ls` lists nodes)"},
+		{name: "unknown node without suggestion", input: "@zzzzzz ?", err: "unknown node \"zzzzzz\" — nodes: bash, echo, fs, fs-cache, graph, pending; `:node add KIND zzzzzz` adds one"},
 		{name: "upper-case node id", input: "@FS ?", err: `invalid node id "FS": ids are lower-case a-z, 0-9, '_' and '-' — did you mean @fs?`},
 		{name: "unicode node id", input: "@fß ?", err: `invalid node id "fß": ids are lower-case a-z, 0-9, '_' and '-' — did you mean @fs?`},
 		{name: "unicode node id far from any", input: "@日本語 ?", err: `invalid node id "日本語": ids are lower-case a-z, 0-9, '_' and '-'`},
-		{name: "unknown tool with suggestion", input: "@fs red_file path=/a", err: `unknown tool "red_file" on @fs — did you mean read_file? @fs ? lists its tools`},
-		{name: "unknown tool without suggestion", input: "@fs frobnicate", err: `unknown tool "frobnicate" on @fs — @fs ? lists its tools`},
+		{name: "unknown tool with suggestion", input: "@fs red_file path=/a", err: "unknown tool \"red_file\" on @fs — did you mean read_file? `@fs ?` lists its tools"},
+		{name: "unknown tool without suggestion", input: "@fs frobnicate", err: "unknown tool \"frobnicate\" on @fs — `@fs ?` lists its tools"},
 		{name: "unknown qualified tool", input: "@fs.read_fil {}", err: `unknown tool "read_fil" on @fs — did you mean read_file?`},
-		{name: "qualified without tool", input: "@fs. ?", err: "missing tool name after @fs. — type @fs ? to list its tools"},
+		{name: "qualified without tool", input: "@fs. ?", err: "missing tool name after @fs. — type `@fs ?` to list its tools"},
 		{name: "unknown node qualified", input: "@fss.read_file ?", err: `unknown node "fss" — did you mean @fs?`},
 
 		// JSON
@@ -64,9 +64,9 @@ func TestParse(t *testing.T) {
 		{name: "json syntax error position", input: "@fs read_file {\"path\": \"/a\",\n \"head\" 2}", err: "invalid JSON at line 2, column 9"},
 		{name: "json unclosed", input: `@fs read_file {"path": "/a"`, err: "the JSON ends before it is complete"},
 		{name: "json trailing garbage", input: `@fs read_file {"path": "/a"} x`, err: `invalid JSON at line 1, column 16 of the arguments: 'x' after top-level value — check the quotes, commas and colons near ": \"/a\"} x"`},
-		{name: "json unknown key", input: `@fs read_file {"pth": "/a"}`, err: `unknown argument "pth" for @fs read_file — did you mean path? @fs read_file ? lists its parameters`},
+		{name: "json unknown key", input: `@fs read_file {"pth": "/a"}`, err: "unknown argument \"pth\" for @fs read_file — did you mean path? `@fs read_file ?` lists its parameters"},
 		{name: "json wrong type", input: `@fs read_file {"path": 5}`, err: `"path" is an integer but should be string`},
-		{name: "json missing required", input: `@fs read_file {"head": 1}`, err: `missing required argument "path" (string) — add path=PATH, or see @fs read_file ?`},
+		{name: "json missing required", input: `@fs read_file {"head": 1}`, err: "missing required argument \"path\" (string) — add path=PATH, or see `@fs read_file ?`"},
 		{name: "json open schema accepts any key", input: `@fs ping {"x": 1}`, kind: Call, node: "fs", tool: "ping", args: `{"x":1}`, form: FormJSON},
 		{name: "single-tool with tool name and json", input: `@bash bash {"command":"ls"}`, kind: Call, node: "bash", tool: "bash", args: `{"command":"ls"}`, form: FormJSON},
 		{name: "single-tool without raw param takes json directly", input: `@graph {"inputs": {"a": 1}}`, kind: Call, node: "graph", tool: "run", args: `{"inputs":{"a":1}}`, form: FormJSON},

@@ -53,6 +53,20 @@ func (b *Base) CallDone(failed bool) {
 	}
 }
 
+// NotReady is the error of a call to node id in state st (not READY or
+// BUSY): it says the state, why (reason), and how to get the node going.
+// It wraps ErrNotReady.
+func NotReady(id string, st State, reason string) error {
+	switch st {
+	case Error:
+		return fmt.Errorf("node %q is ERROR (%s): %w; restart it with `nerve node restart %s`", id, reason, ErrNotReady, id)
+	case Created, Stopped:
+		return fmt.Errorf("node %q is %s: %w; start it with `nerve node restart %s`", id, st, ErrNotReady, id)
+	default:
+		return fmt.Errorf("node %q is %s: %w", id, st, ErrNotReady)
+	}
+}
+
 // BeginCall counts a call in flight and moves READY → BUSY on the first.
 // It fails with ErrNotReady, naming the state, unless the node is READY or
 // BUSY. Every successful BeginCall must be paired with EndCall.
@@ -66,10 +80,8 @@ func (b *Base) BeginCall() error {
 			return fmt.Errorf("node %q: %w", b.id, err)
 		}
 	case Busy:
-	case Error:
-		return fmt.Errorf("node %q is ERROR (%s): %w; restart it with `:node restart %s`", b.id, reason, ErrNotReady, b.id)
 	default:
-		return fmt.Errorf("node %q is %s: %w", b.id, st, ErrNotReady)
+		return NotReady(b.id, st, reason)
 	}
 	b.calls.Add(1)
 	b.inFlight.Add(1)

@@ -16,7 +16,7 @@ type NotFoundError struct {
 
 func (e *NotFoundError) Error() string {
 	if len(e.Known) == 0 {
-		return fmt.Sprintf("no node %q: the session has no nodes (add one with `:node add KIND NAME`)", e.Node)
+		return fmt.Sprintf("no node %q: the session has no nodes (add one with `nerve node add KIND NAME`)", e.Node)
 	}
 	if m := suggest.Closest(e.Node, e.Known); m != "" {
 		return fmt.Sprintf("no node %q: did you mean %q? (nodes: %s)", e.Node, m, strings.Join(e.Known, ", "))
@@ -34,7 +34,7 @@ type UnknownToolError struct {
 }
 
 func (e *UnknownToolError) Error() string {
-	hint := fmt.Sprintf("`@%s ?` lists its tools", e.Node)
+	hint := fmt.Sprintf("`nerve call @%s ?` lists its tools", e.Node)
 	if m := suggest.Closest(e.Tool, e.Known); m != "" {
 		return fmt.Sprintf("node %q has no tool %q: did you mean %q? (%s)", e.Node, e.Tool, m, hint)
 	}

@@ -154,7 +154,7 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 	s.mu.Lock()
 	if _, ok := s.nodes[id]; ok {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("node %q: %w (remove it first with `:node rm %s`, or pick another name)", id, ErrExists, id)
+		return nil, fmt.Errorf("node %q: %w (remove it first with `nerve node rm %s`, or pick another name)", id, ErrExists, id)
 	}
 	// Reserve the id while the factory runs.
 	s.nodes[id] = e
@@ -357,10 +357,17 @@ func (s *Session) Tool(ctx context.Context, id, tool string) (*mcp.Tool, error) 
 
 func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, error) {
 	tools, byName, err := s.tools(ctx, e)
+	t, ok := byName[tool]
+	if err != nil || !ok {
+		// A node that cannot take calls has no tools to speak of: say
+		// so, not that the tool is unknown.
+		if st := e.n.State(); st != node.Ready && st != node.Busy && st != node.Starting {
+			return nil, node.NotReady(e.n.ID(), st, e.n.Info().Error)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	t, ok := byName[tool]
 	if !ok {
 		names := make([]string, len(tools))
 		for i, t := range tools {

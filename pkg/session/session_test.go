@@ -186,7 +186,7 @@ func TestCallErrorsSayWhatToDo(t *testing.T) {
 		want             string
 	}{
 		{"ecko", "identity", `{}`, node.ErrNotFound, `did you mean "echo"`},
-		{"echo", "identiti", `{}`, node.ErrUnknownTool, `did you mean "identity"? (` + "`@echo ?`"},
+		{"echo", "identiti", `{}`, node.ErrUnknownTool, `did you mean "identity"? (` + "`nerve call @echo ?`"},
 		{"echo", "identity", `{"text":1}`, node.ErrBadArgs, `"text"`},
 		{"echo", "identity", `{}`, node.ErrBadArgs, `"text"`},
 	}

@@ -283,14 +283,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 
 func (n *Node) notReady() error {
 	st, reason := n.Machine.Get()
-	switch st {
-	case node.Error:
-		return fmt.Errorf("%w: bash node %q is in ERROR (%s); restart it", node.ErrNotReady, n.ID(), reason)
-	case node.Created, node.Stopped:
-		return fmt.Errorf("%w: bash node %q is %s; start it first", node.ErrNotReady, n.ID(), st)
-	default:
-		return fmt.Errorf("%w: bash node %q is %s", node.ErrNotReady, n.ID(), st)
-	}
+	return node.NotReady(n.ID(), st, reason)
 }
 
 func (n *Node) Info() node.Info {

@@ -104,7 +104,7 @@ func (n *Node) callOnce(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	}
 	if !known {
 		n.EndCall(true)
-		return nil, fmt.Errorf("%w %q: node %q has no such tool (list its tools with `@%s ?`)", node.ErrUnknownTool, req.Tool, n.ID(), n.ID())
+		return nil, fmt.Errorf("%w %q: node %q has no such tool (list its tools with `nerve call @%s ?`)", node.ErrUnknownTool, req.Tool, n.ID(), n.ID())
 	}
 	res, err := n.call(ctx, c, req)
 	n.EndCall(err != nil || res == nil || res.IsError)

@@ -212,7 +212,7 @@ func TestBadmcpFaults(t *testing.T) {
 				tool = tt.call
 			}
 			_, err = s.Call(ctx, "bad", &node.CallRequest{Tool: tool})
-			if err == nil || !strings.Contains(err.Error(), ":node restart bad") {
+			if err == nil || !strings.Contains(err.Error(), "`nerve node restart bad`") {
 				t.Errorf("call to the ERROR node: %v, want the restart hint", err)
 			}
 			if err := s.Remove(ctx, "bad"); err != nil {

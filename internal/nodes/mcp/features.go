@@ -146,7 +146,7 @@ func (n *Node) ReadResource(ctx context.Context, uri string) (*mcp.ReadResourceR
 	}
 	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
-		return nil, fmt.Errorf("reading %s from node %q: %w (list them with `:resources %s`)", uri, n.ID(), err, n.ID())
+		return nil, fmt.Errorf("reading %s from node %q: %w (list them with `nerve resources %s`)", uri, n.ID(), err, n.ID())
 	}
 	return res, nil
 }
@@ -159,7 +159,7 @@ func (n *Node) GetPrompt(ctx context.Context, name string, args map[string]strin
 	}
 	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: args})
 	if err != nil {
-		return nil, fmt.Errorf("prompt %q of node %q: %w (list them with `:prompts %s`)", name, n.ID(), err, n.ID())
+		return nil, fmt.Errorf("prompt %q of node %q: %w (list them with `nerve prompts %s`)", name, n.ID(), err, n.ID())
 	}
 	return res, nil
 }

@@ -558,10 +558,7 @@ func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 
 func (n *Node) notReady() error {
 	st, reason := n.Machine.Get()
-	if st == node.Error {
-		return fmt.Errorf("node %q is ERROR (%s): %w; restart it with `:node restart %s`", n.ID(), reason, node.ErrNotReady, n.ID())
-	}
-	return fmt.Errorf("node %q is %s: %w", n.ID(), st, node.ErrNotReady)
+	return node.NotReady(n.ID(), st, reason)
 }
 
 // Info describes the node; Details holds the server's name, version,
