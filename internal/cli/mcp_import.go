@@ -5,8 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -28,7 +33,9 @@ func mcpImportCmd() *Command {
 		Name:    "import",
 		Summary: "add every server of an MCP config file as an mcp node",
 		Usage:   "mcp import [FILE] [--dry-run]",
-		Help: `FILE defaults to ./.mcp.json. Every format nerve reads is accepted: Claude
+		Help: `FILE defaults to ./.mcp.json; with neither, the command lists the configs
+of Claude Code, Claude Desktop, Cursor and VS Code it finds in their usual
+places. Every format nerve reads is accepted: Claude
 Desktop and Claude Code ("mcpServers"), Cursor, VS Code ("servers", or the
 "mcp" object of settings.json), and a "servers" array.
 
@@ -36,7 +43,9 @@ Each server becomes an mcp node whose id is the server's name in lower
 case, other characters than letters, digits, '_' and '-' made '-'; two
 servers that map to the one id get -2, -3, … A server whose node fails
 does not stop the others: each failure is reported and the exit code is 1.
-A server already in the session with the same spec is skipped.
+A server already in the session with the same spec is skipped, and so is
+nerve itself (nerve mcp serve, or this daemon's MCP URL). --dry-run warns
+of unset ${VAR}s and exits 1 when a server would not be imported.
 ${VAR} references are saved as written and expanded when the node starts.
 
 Examples:
@@ -59,7 +68,7 @@ func withSub(c *Command, subs ...*Command) *Command {
 type importItem struct {
 	Server string     `json:"server"`
 	Node   string     `json:"node"`
-	Status string     `json:"status"` // "added", "failed", "skipped", "would add"
+	Status string     `json:"status"` // "added", "failed", "skipped", "would add", "nerve itself"
 	Error  string     `json:"error,omitempty"`
 	Info   *node.Info `json:"info,omitempty"`
 	spec   node.Spec
@@ -72,6 +81,8 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 	file := defaultMCPConfig
 	if len(inv.Args) == 1 {
 		file = inv.Args[0]
+	} else if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		return noDefaultConfig(env, inv)
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
@@ -103,18 +114,34 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 	items := planImport(cfg, filepath.Dir(abs))
 	if inv.Bool("dry-run") {
+		markNerveItself(items, "")
 		for i := range items {
-			items[i].Status = "would add"
+			if items[i].Status == "" {
+				items[i].Status = "would add"
+			}
+			warnUnset(env, &items[i], file)
 		}
 		if env.JSON {
-			return printJSON(env, items)
+			if err := printJSON(env, items); err != nil {
+				return err
+			}
+		} else if err := writeImportPlan(env, items); err != nil {
+			return err
 		}
-		return writeImportPlan(env, items)
+		if badCount > 0 {
+			return fmt.Errorf("%d of %d servers of %s would not be imported (see above): fix them before you import", badCount, len(items)+badCount, file)
+		}
+		return nil
 	}
 	s, err := env.session(ctx)
 	if err != nil {
 		return err
 	}
+	own := ""
+	if ep, err := s.MCPEndpoint(ctx); err == nil {
+		own = ep.URL
+	}
+	markNerveItself(items, own)
 	existing := map[string]bool{}
 	if infos, err := s.Nodes(ctx); err == nil {
 		for _, i := range infos {
@@ -126,6 +153,9 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, importParallel)
 	for i := range items {
+		if items[i].Status == statusNerve {
+			continue
+		}
 		wg.Add(1)
 		go func(it *importItem) {
 			defer wg.Done()
@@ -156,6 +186,8 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 				fmt.Fprintf(env.Stdout, "added %s: %s with %d tool%s\n", name, it.Info.State, it.Info.Tools, plural(it.Info.Tools))
 			case "skipped":
 				fmt.Fprintf(env.Stdout, "skipped %s: already in the session with the same spec\n", name)
+			case statusNerve:
+				fmt.Fprintf(env.Stderr, "nerve: skipped %s: %s\n", name, it.Error)
 			default:
 				fmt.Fprintf(env.Stderr, "nerve: %s failed: %s\n", name, it.Error)
 			}
@@ -166,6 +198,84 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 		return fmt.Errorf("%d of %d servers of %s failed (see above); fix them and run `nerve mcp import %s` again: the others are skipped", failed, len(items)+badCount, file, file)
 	}
 	return nil
+}
+
+// statusNerve is the status of a server that is nerve's own MCP server.
+const statusNerve = "nerve itself"
+
+// markNerveItself marks the servers that are nerve's own MCP server — a
+// command running `nerve mcp serve`, or a URL on this daemon's MCP
+// endpoint (own, if known) — so they are skipped: a session that contains
+// nerve would list its own tools again under a new prefix, without end.
+// The docs tell people both to put `nerve mcp serve` in their clients'
+// configs and to import those configs.
+func markNerveItself(items []importItem, own string) {
+	self, _ := os.Executable()
+	for i := range items {
+		srv, _, err := mcpconf.ServerFromSpec(items[i].spec)
+		if err != nil {
+			continue
+		}
+		if why := nerveServer(srv, self, own); why != "" {
+			items[i].Status = statusNerve
+			items[i].Error = why + ": a session cannot contain nerve itself (its tools would include their own copies without end)"
+		}
+	}
+}
+
+// nerveServer says why srv is nerve's own MCP server, or "" if it is not.
+// self is this program's path; own is this daemon's MCP endpoint URL.
+func nerveServer(srv mcpconf.Server, self, own string) string {
+	if srv.Transport != "stdio" {
+		if own != "" {
+			u, err1 := url.Parse(srv.URL)
+			o, err2 := url.Parse(own)
+			if err1 == nil && err2 == nil && u.Host == o.Host && strings.HasPrefix(u.Path, "/mcp") {
+				return "it is this nerve's MCP endpoint (" + srv.URL + ")"
+			}
+		}
+		return ""
+	}
+	argv := srv.Command
+	if len(argv) == 0 {
+		return ""
+	}
+	serve := false
+	for i := 1; i+1 < len(argv); i++ {
+		if argv[i] == "mcp" && argv[i+1] == "serve" {
+			serve = true
+			break
+		}
+	}
+	if !serve {
+		return ""
+	}
+	prog := filepath.Base(argv[0])
+	switch {
+	case strings.TrimSuffix(prog, ".exe") == "nerve":
+	case sameFile(argv[0], self):
+	case prog == "go" && slices.Contains(argv, "run") && slices.ContainsFunc(argv, func(a string) bool {
+		return a == "./cmd/nerve" || strings.HasSuffix(a, "/cmd/nerve") || strings.HasSuffix(a, "/cmd/nerve@latest") || strings.Contains(a, "/cmd/nerve@")
+	}):
+	default:
+		return ""
+	}
+	return "it runs `" + strings.Join(argv, " ") + "`, nerve's own MCP server"
+}
+
+// sameFile reports whether program (a path, or a name looked up in PATH)
+// is the file self.
+func sameFile(program, self string) bool {
+	if self == "" {
+		return false
+	}
+	p, err := exec.LookPath(program)
+	if err != nil {
+		return false
+	}
+	a, err1 := os.Stat(p)
+	b, err2 := os.Stat(self)
+	return err1 == nil && err2 == nil && os.SameFile(a, b)
 }
 
 // planImport turns the servers of cfg into node specs, their ids made from
@@ -261,10 +371,83 @@ func sameSpec(a, b node.Spec) bool {
 		len(a.Env) == len(b.Env) && (len(a.Env) == 0 || reflect.DeepEqual(a.Env, b.Env)) && reflect.DeepEqual(oa, ob)
 }
 
+// warnUnset warns when a server refers to a variable that is not set in
+// this environment: the node would fail to start.
+func warnUnset(env *Env, it *importItem, file string) {
+	srv, _, err := mcpconf.ServerFromSpec(it.spec)
+	if err != nil {
+		return
+	}
+	lookup := func(k string) (string, bool) {
+		v := env.getenv(k)
+		return v, v != ""
+	}
+	if _, err := srv.Expand(lookup, file); err != nil {
+		fmt.Fprintf(env.Stderr, "nerve: warning: %v (node %s would fail to start until it is set)\n", err, it.Node)
+	}
+}
+
+// configPlaces are where the MCP clients people use keep their servers,
+// for `nerve mcp import` with no FILE and no ./.mcp.json.
+func configPlaces(home, goos, appData string) []string {
+	places := []string{
+		".mcp.json", // Claude Code, project
+		filepath.Join(".cursor", "mcp.json"),
+		filepath.Join(".vscode", "mcp.json"),
+		filepath.Join(home, ".claude.json"), // Claude Code, user
+		filepath.Join(home, ".cursor", "mcp.json"),
+	}
+	switch goos {
+	case "darwin":
+		places = append(places,
+			filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json"),
+			filepath.Join(home, "Library", "Application Support", "Code", "User", "mcp.json"))
+	case "windows":
+		places = append(places,
+			filepath.Join(appData, "Claude", "claude_desktop_config.json"),
+			filepath.Join(appData, "Code", "User", "mcp.json"))
+	default:
+		places = append(places,
+			filepath.Join(home, ".config", "Claude", "claude_desktop_config.json"),
+			filepath.Join(home, ".config", "Code", "User", "mcp.json"))
+	}
+	return places
+}
+
+// noDefaultConfig answers `nerve mcp import` run where there is no
+// ./.mcp.json: it lists the config files found in the usual places, to
+// import with `nerve mcp import FILE`.
+func noDefaultConfig(env *Env, inv *Invocation) error {
+	home, _ := os.UserHomeDir()
+	var found []string
+	for _, p := range configPlaces(home, runtime.GOOS, env.getenv("APPDATA")) {
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		what := ""
+		if cfg, err := mcpconf.Load(p); err != nil && cfg == nil {
+			what = "cannot be read: " + firstLine(err.Error())
+		} else if cfg != nil {
+			what = fmt.Sprintf("%d server%s", len(cfg.Servers), plural(len(cfg.Servers)))
+		}
+		found = append(found, fmt.Sprintf("  nerve mcp import %s    (%s)", shellQuote(p), what))
+	}
+	if len(found) == 0 {
+		return usagef(inv, "there is no ./.mcp.json here, nor a config file of Claude Code, Claude Desktop, Cursor or VS Code in the usual places; name one: `nerve mcp import FILE`")
+	}
+	return usagef(inv, "there is no ./.mcp.json here; MCP configs found:\n%s", strings.Join(found, "\n"))
+}
+
 func writeImportPlan(env *Env, items []importItem) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tNODE\tTRANSPORT\tRUNS")
+	adds := 0
 	for _, it := range items {
+		if it.Status == statusNerve {
+			fmt.Fprintf(env.Stderr, "nerve: would skip %s: %s\n", it.Node, it.Error)
+			continue
+		}
+		adds++
 		srv, _, err := mcpconf.ServerFromSpec(it.spec)
 		if err != nil {
 			fmt.Fprintf(tw, "%s\t%s\t-\t%v\n", it.Server, it.Node, err)
@@ -279,6 +462,6 @@ func writeImportPlan(env *Env, items []importItem) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(env.Stderr, "dry run: nothing was added; run without --dry-run to add %d node%s\n", len(items), plural(len(items)))
+	fmt.Fprintf(env.Stderr, "dry run: nothing was added; run without --dry-run to add %d node%s\n", adds, plural(adds))
 	return nil
 }

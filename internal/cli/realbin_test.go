@@ -40,6 +40,7 @@ func newRealNerve(t *testing.T) *realNerve {
 	}
 	n := &realNerve{t: t, bin: bin, home: home, Dir: home}
 	t.Cleanup(func() {
+		n.Dir, n.Env, n.Stdin = home, nil, ""
 		n.Run("daemon", "stop")
 		os.RemoveAll(home)
 	})

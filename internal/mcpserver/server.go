@@ -107,6 +107,12 @@ func New(b Backend, opts *Options) *Server {
 	return s
 }
 
+// SessionTitle starts the title a session's MCP server gives in its
+// serverInfo ("nerve session default"): with the name "nerve" it tells an
+// MCP client that the server is a nerve session, so a session's mcp node
+// can refuse to contain one (internal/nodes/mcp checks the same words).
+const SessionTitle = "nerve session"
+
 func (s *Server) implementation() *mcp.Implementation {
 	v := s.opts.Version
 	if v == "" {
@@ -115,7 +121,11 @@ func (s *Server) implementation() *mcp.Implementation {
 	if s.opts.Node != "" {
 		return &mcp.Implementation{Name: "nerve/" + s.opts.Node, Version: v}
 	}
-	return &mcp.Implementation{Name: "nerve", Title: "nerve session", Version: v}
+	title := SessionTitle
+	if b, ok := s.b.(interface{ SessionName() string }); ok {
+		title += " " + b.SessionName()
+	}
+	return &mcp.Implementation{Name: "nerve", Title: title, Version: v}
 }
 
 func (s *Server) serverOptions() *mcp.ServerOptions {

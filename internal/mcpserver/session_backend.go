@@ -46,6 +46,9 @@ func (b *SessionBackend) Tools(ctx context.Context, nodeID string) ([]*mcp.Tool,
 
 func (b *SessionBackend) Nodes(ctx context.Context) ([]node.Info, error) { return b.s.Infos(), nil }
 
+// SessionName returns the name of the session served.
+func (b *SessionBackend) SessionName() string { return b.s.Name() }
+
 func (b *SessionBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
 	return b.s.Call(ctx, nodeID, &node.CallRequest{Tool: tool, Arguments: args, Observe: observe})
 }

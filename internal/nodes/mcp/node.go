@@ -295,6 +295,12 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		return fail(err)
 	}
 	c.cs = cs
+	if s, ok := nerveSession(cs.InitializeResult()); ok {
+		c.closing.Store(true)
+		c.cancel()
+		n.closeSession(ctx, c)
+		return nil, fmt.Errorf("node %s's server is nerve itself (session %s): a session cannot contain a nerve session, whose tools would include its own without end — remove it with `nerve node rm %s`", n.ID(), s, n.ID())
+	}
 	if err := n.discover(sctx, c, listTools|listResources|listPrompts); err != nil {
 		return fail(err)
 	}
@@ -347,6 +353,23 @@ func nerveVersion() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// nerveSession reports whether the server is a nerve session's MCP server
+// (internal/mcpserver: name "nerve", title "nerve session NAME") and names
+// the session.
+func nerveSession(init *mcp.InitializeResult) (string, bool) {
+	if init == nil || init.ServerInfo == nil || init.ServerInfo.Name != "nerve" {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(init.ServerInfo.Title, "nerve session")
+	if !ok {
+		return "", false
+	}
+	if rest = strings.TrimSpace(rest); rest == "" {
+		rest = "?"
+	}
+	return rest, true
 }
 
 // setRoots offers the server the roots the user configured. With none
