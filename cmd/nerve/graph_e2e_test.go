@@ -35,7 +35,7 @@ output: "${steps.join.text}"
 	term.WaitFor("graph g added (3 steps)", 10*time.Second)
 
 	term.Line("@g ?")
-	s := term.WaitFor("Examples:", 5*time.Second)
+	s := term.WaitFor("Examples:", 20*time.Second)
 	for _, want := range []string{"waits for a file, then echoes", "dir", "folder to watch"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("`@g ?` lacks %q:\n%s", want, s)
@@ -44,7 +44,7 @@ output: "${steps.join.text}"
 
 	term.Line("@g dir=" + work)
 	term.WaitFor("running: wait", 10*time.Second) // the live status line
-	term.WaitFor("✓ hello", 5*time.Second)
+	term.WaitFor("✓ hello", 20*time.Second)
 	os.WriteFile(filepath.Join(work, "go"), nil, 0o600)
 	s = term.WaitFor("[1] @g run", 10*time.Second)
 	if !strings.Contains(s, "hello went") || !strings.Contains(s, "✓ join") {
@@ -56,10 +56,10 @@ output: "${steps.join.text}"
 	term.Line("@g dir=" + work)
 	term.WaitFor("running: wait", 10*time.Second)
 	term.Keys("C-c")
-	term.WaitFor("cancelled @g run", 5*time.Second)
+	term.WaitFor("cancelled @g run", 20*time.Second)
 	testutil.WaitFor(t, 10*time.Second, func() bool { return strings.HasSuffix(term.LastLine(), "default>") }, "the prompt after Ctrl-C")
 	term.Line("@sh echo shell-is-free")
 	term.WaitFor("shell-is-free\n", 10*time.Second)
 	term.Line(":graph runs g")
-	term.WaitFor("cancelled", 5*time.Second)
+	term.WaitFor("cancelled", 20*time.Second)
 }

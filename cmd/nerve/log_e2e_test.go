@@ -57,7 +57,7 @@ func TestCallLog(t *testing.T) {
 		}
 	}()
 	h.must("call", "@echo", "followed")
-	testutil.WaitFor(t, 5*time.Second, func() bool {
+	testutil.WaitFor(t, 20*time.Second, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, l := range seen {

@@ -40,9 +40,9 @@ func TestREPLAnswersServerRequests(t *testing.T) {
 		t.Errorf("[a] is offered without --sampling-node:\n%s", s)
 	}
 	term.Line("t")
-	term.WaitFor("answer>", 5*time.Second)
+	term.WaitFor("answer>", 20*time.Second)
 	term.Line("Forty-two.")
-	term.WaitFor("answer> Forty-two.\n", 5*time.Second)
+	term.WaitFor("answer> Forty-two.\n", 20*time.Second)
 	term.Keys("Enter") // an empty line ends the answer
 	s = term.WaitFor("[1] @ev trigger-sampling-request", 10*time.Second)
 	if !strings.Contains(s, `"text": "Forty-two."`) || !strings.Contains(s, "human (typed in nerve's Commander)") {
@@ -61,9 +61,9 @@ func TestREPLAnswersServerRequests(t *testing.T) {
 	term.WaitFor("? @ev asks you:", 10*time.Second)
 	term.WaitFor("Please provide inputs for the following fields:", time.Second)
 	// name is required: asked first; an empty answer is refused.
-	term.WaitFor("(1/13) name — String · required · text", 5*time.Second)
+	term.WaitFor("(1/13) name — String · required · text", 20*time.Second)
 	term.Keys("Enter")
-	term.WaitFor("this field is required", 5*time.Second)
+	term.WaitFor("this field is required", 20*time.Second)
 	term.Line("Ada Lovelace")
 	for _, f := range []struct{ name, answer string }{
 		{"birthdate", ""},
@@ -80,15 +80,15 @@ func TestREPLAnswersServerRequests(t *testing.T) {
 		{"untitledMultipleSelectEnum", ""},
 		{"untitledSingleSelectEnum", "3"},
 	} {
-		term.WaitFor("\n"+f.name+">", 5*time.Second)
+		term.WaitFor("\n"+f.name+">", 20*time.Second)
 		if f.answer == "not-an-address" {
 			term.Line(f.answer)
-			term.WaitFor(`"not-an-address" is not an email address`, 5*time.Second)
+			term.WaitFor(`"not-an-address" is not an email address`, 20*time.Second)
 			continue
 		}
 		term.Line(f.answer)
 	}
-	s = term.WaitFor("[s]ubmit  [e]dit a field  [d]ecline  [c]ancel", 5*time.Second)
+	s = term.WaitFor("[s]ubmit  [e]dit a field  [d]ecline  [c]ancel", 20*time.Second)
 	for _, want := range []string{"1) Monica  2) Rachel  3) Joey", "1) Superman (hero-1)", "Enter keeps the default: It was a dark and stormy night."} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the form does not show %q:\n%s", want, s)
@@ -175,7 +175,7 @@ func TestREPLAsksAtIdlePrompt(t *testing.T) {
 	waitLastLine(t, term, "default> @fx ec")
 
 	bin := testutil.BuildBinary(t, "./cmd/nerve")
-	call := exec.Command(bin, "call", "@fx", "elicit", `message="Which colour?"`)
+	call := exec.Command(bin, "call", "@fx", "elicit", "message=Which colour?")
 	call.Env = append(os.Environ(), "NERVE_HOME="+home)
 	var out bytes.Buffer
 	call.Stdout, call.Stderr = &out, &out
@@ -186,9 +186,9 @@ func TestREPLAsksAtIdlePrompt(t *testing.T) {
 	go func() { done <- call.Wait() }()
 
 	term.WaitFor("? @fx asks you:\n  Which colour?", 10*time.Second)
-	term.WaitFor("\nanswer>", 5*time.Second)
+	term.WaitFor("\nanswer>", 20*time.Second)
 	term.Line("teal")
-	term.WaitFor("[s]ubmit", 5*time.Second)
+	term.WaitFor("[s]ubmit", 20*time.Second)
 	term.Line("s")
 	select {
 	case err := <-done:
@@ -202,5 +202,5 @@ func TestREPLAsksAtIdlePrompt(t *testing.T) {
 	waitLastLine(t, term, "default> @fx ec")
 	term.Type("ho hi")
 	term.Keys("Enter")
-	term.WaitFor("[1] @fx echo", 5*time.Second)
+	term.WaitFor("[1] @fx echo", 20*time.Second)
 }

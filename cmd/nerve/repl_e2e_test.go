@@ -30,13 +30,13 @@ func TestREPLFirstSession(t *testing.T) {
 	term := repl(t, t.TempDir(), "--embedded")
 	// The bash node may still be starting: the REPL waits for it.
 	term.Line("@bash echo hi")
-	s := term.WaitFor("[1] @bash bash", 5*time.Second)
+	s := term.WaitFor("[1] @bash bash", 20*time.Second)
 	if !regexp.MustCompile(`(?m)^hi$`).MatchString(s) {
 		t.Errorf("`@bash echo hi` did not print hi:\n%s", s)
 	}
 
 	term.Line("@bash ?")
-	s = term.WaitFor("Examples:", 5*time.Second)
+	s = term.WaitFor("Examples:", 20*time.Second)
 	for _, want := range []string{"@bash bash — Run a bash command", "command    string  required", "timeout_s  number  optional", "@bash COMMAND"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("`@bash ?` lacks %q:\n%s", want, s)
@@ -44,18 +44,18 @@ func TestREPLFirstSession(t *testing.T) {
 	}
 
 	term.Line(":node add identity id")
-	term.WaitFor("identity id is READY", 5*time.Second)
+	term.WaitFor("identity id is READY", 20*time.Second)
 	term.Line("@id identity ?")
-	s = term.WaitFor(`@id identity {"text": "TEXT"}`, 5*time.Second)
+	s = term.WaitFor(`@id identity {"text": "TEXT"}`, 20*time.Second)
 	if !strings.Contains(s, "text  string  required  the text to return") {
 		t.Errorf("`@id identity ?` does not describe its parameter:\n%s", s)
 	}
 
 	// Errors say what to type instead.
 	term.Line("@ib ?")
-	term.WaitFor(`did you mean @id?`, 5*time.Second)
+	term.WaitFor(`did you mean @id?`, 20*time.Second)
 	term.Line(`@id identity {"text": 1}`)
-	term.WaitFor(`"text" is an integer but should be string`, 5*time.Second)
+	term.WaitFor(`"text" is an integer but should be string`, 20*time.Second)
 }
 
 func TestREPLCompletion(t *testing.T) {
@@ -75,7 +75,7 @@ func TestREPLCompletion(t *testing.T) {
 	waitLastLine(t, term, "default> @fx echo text=")
 	term.Type("completed")
 	term.Keys("Enter")
-	s := term.WaitFor("[1] @fx echo", 5*time.Second)
+	s := term.WaitFor("[1] @fx echo", 20*time.Second)
 	if !regexp.MustCompile(`(?m)^completed$`).MatchString(s) {
 		t.Errorf("the completed call did not echo:\n%s", s)
 	}
@@ -90,23 +90,23 @@ func waitLastLine(t *testing.T, term *tmux.Term, want string) {
 	t.Helper()
 	// The terminal does not keep trailing spaces.
 	want = strings.TrimRight(want, " ")
-	testutil.WaitFor(t, 3*time.Second, func() bool { return term.LastLine() == want }, "the line to read "+strconv.Quote(want))
+	testutil.WaitFor(t, 20*time.Second, func() bool { return term.LastLine() == want }, "the line to read "+strconv.Quote(want))
 }
 
 func TestREPLMultilineJSON(t *testing.T) {
 	term := repl(t, t.TempDir(), "--embedded")
 	term.Line(":node add identity id")
-	term.WaitFor("identity id is READY", 5*time.Second)
+	term.WaitFor("identity id is READY", 20*time.Second)
 	term.Line(`@id identity {`)
 	term.Line(`  "text": "across lines"`)
 	term.Line(`}`)
-	s := term.WaitFor("[1] @id identity", 5*time.Second)
+	s := term.WaitFor("[1] @id identity", 20*time.Second)
 	if !regexp.MustCompile(`(?m)^across lines$`).MatchString(s) {
 		t.Errorf("multi-line JSON call did not answer:\n%s", s)
 	}
 	// Block references carry it into the next call.
 	term.Line(`@id identity {"text": "again: :::1"}`)
-	s = term.WaitFor("[2] @id identity", 5*time.Second)
+	s = term.WaitFor("[2] @id identity", 20*time.Second)
 	if !strings.Contains(s, "again: across lines") {
 		t.Errorf(":::1 was not replaced by block 1:\n%s", s)
 	}
@@ -115,24 +115,24 @@ func TestREPLMultilineJSON(t *testing.T) {
 func TestREPLCtrlCCancelsCall(t *testing.T) {
 	term := repl(t, t.TempDir(), "--embedded")
 	term.Line("@bash cd /tmp && sleep 30")
-	term.WaitFor("⠋", 5*time.Second) // the spinner: the call is running
+	term.WaitFor("⠋", 20*time.Second) // the spinner: the call is running
 	start := time.Now()
 	term.Keys("C-c")
-	term.WaitFor("cancelled @bash bash", 2*time.Second)
-	testutil.WaitFor(t, 2*time.Second, func() bool { return strings.HasSuffix(term.LastLine(), "default>") }, "the prompt after Ctrl-C")
+	term.WaitFor("cancelled @bash bash", 20*time.Second)
+	testutil.WaitFor(t, 20*time.Second, func() bool { return strings.HasSuffix(term.LastLine(), "default>") }, "the prompt after Ctrl-C")
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the prompt came back %v after Ctrl-C; want ≤ 1 s", d)
 	}
 	term.Line("@bash pwd; echo next-call-works")
-	s := term.WaitFor("next-call-works\n", 5*time.Second)
+	s := term.WaitFor("next-call-works\n", 20*time.Second)
 	if !strings.Contains(s, "/tmp\nnext-call-works") {
 		t.Errorf("the shell lost its cwd after the cancel:\n%s", s)
 	}
 	// Ctrl-C twice on an empty prompt leaves.
 	term.Keys("C-c")
-	term.WaitFor("press Ctrl-C again", 2*time.Second)
+	term.WaitFor("press Ctrl-C again", 20*time.Second)
 	term.Keys("C-c")
-	testutil.WaitFor(t, 5*time.Second, term.Dead, "nerve to exit after a second Ctrl-C")
+	testutil.WaitFor(t, 20*time.Second, term.Dead, "nerve to exit after a second Ctrl-C")
 }
 
 func TestREPLHistorySurvivesRestart(t *testing.T) {
@@ -140,11 +140,11 @@ func TestREPLHistorySurvivesRestart(t *testing.T) {
 	term := repl(t, home, "--embedded")
 	term.Line(":node add identity id")
 	term.Line("@id remembered line")
-	term.WaitFor("[1] @id identity", 5*time.Second)
+	term.WaitFor("[1] @id identity", 20*time.Second)
 	term.Line("@id remembered line") // a repeat is kept once
-	term.WaitFor("[2] @id identity", 5*time.Second)
+	term.WaitFor("[2] @id identity", 20*time.Second)
 	term.Keys("C-d")
-	testutil.WaitFor(t, 5*time.Second, term.Dead, "nerve to exit on Ctrl-D")
+	testutil.WaitFor(t, 20*time.Second, term.Dead, "nerve to exit on Ctrl-D")
 
 	data, err := os.ReadFile(filepath.Join(home, "history"))
 	if err != nil {
@@ -161,7 +161,7 @@ func TestREPLHistorySurvivesRestart(t *testing.T) {
 	term.Keys("C-r")
 	term.Type("node add")
 	// readline shows the match on the line being edited, the search below.
-	term.WaitFor("default> :node add identity id\nbck-i-search: node add", 3*time.Second)
+	term.WaitFor("default> :node add identity id\nbck-i-search: node add", 20*time.Second)
 }
 
 func TestREPLProgressBar(t *testing.T) {
@@ -170,7 +170,7 @@ func TestREPLProgressBar(t *testing.T) {
 	term.Line(":node add mcp ev -- " + strings.Join(everything, " "))
 	term.WaitFor("mcp ev is READY", 30*time.Second)
 	term.Line("@ev trigger-long-running-operation duration=3 steps=6")
-	s := term.WaitFor("%", 5*time.Second)
+	s := term.WaitFor("%", 20*time.Second)
 	if !strings.Contains(s, "█") || !strings.Contains(s, "@ev trigger-long-running-operation") {
 		t.Errorf("no progress bar while the long operation runs:\n%s", s)
 	}
@@ -186,7 +186,7 @@ func TestREPLNoticeWhenServerDies(t *testing.T) {
 	term.Line(":node add mcp fx -- " + mcpserver)
 	term.WaitFor("mcp fx is READY", 20*time.Second)
 	term.Line(":node info fx")
-	s := term.WaitFor("pid", 5*time.Second)
+	s := term.WaitFor("pid", 20*time.Second)
 	m := regexp.MustCompile(`pid\D+(\d+)`).FindStringSubmatch(s)
 	if m == nil {
 		t.Fatalf("`:node info fx` shows no pid:\n%s", s)
@@ -197,7 +197,7 @@ func TestREPLNoticeWhenServerDies(t *testing.T) {
 	}
 	term.WaitFor("! @fx is ERROR", 10*time.Second)
 	term.Line(":node ls")
-	s = term.WaitFor("CALLS", 5*time.Second)
+	s = term.WaitFor("CALLS", 20*time.Second)
 	if !regexp.MustCompile(`(?m)^fx\s+mcp\s+ERROR`).MatchString(s) {
 		t.Errorf("`:node ls` does not show fx in ERROR:\n%s", s)
 	}

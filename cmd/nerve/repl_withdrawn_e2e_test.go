@@ -44,9 +44,9 @@ func TestREPLRequestWithdrawn(t *testing.T) {
 	// At the prompt: another client's call asks the person.
 	term.Type("@fx ec")
 	waitLastLine(t, term, "default> @fx ec")
-	callOut, callDone := nerveIn(t, home, "call", "@fx", "elicit", `message="Which colour?"`)
+	callOut, callDone := nerveIn(t, home, "call", "@fx", "elicit", "message=Which colour?")
 	term.WaitFor("? @fx asks you:\n  Which colour?", 10*time.Second)
-	term.WaitFor("\nanswer>", 5*time.Second)
+	term.WaitFor("\nanswer>", 20*time.Second)
 	// Tab completes node ids at the prompt, never in an answer.
 	term.Type("@f")
 	term.Keys("Tab")
@@ -73,12 +73,12 @@ func TestREPLRequestWithdrawn(t *testing.T) {
 	// The prompt reads on as usual: no Ctrl-C of the asker is left over.
 	term.Type("ho hi")
 	term.Keys("Enter")
-	term.WaitFor("[1] @fx echo", 5*time.Second)
+	term.WaitFor("[1] @fx echo", 20*time.Second)
 
 	// In the person's own call: the dialog ends, the call reports its end.
 	term.Line(`@fx elicit message="Which shape?"`)
 	term.WaitFor("Which shape?", 10*time.Second)
-	term.WaitForCount("\nanswer>", 2, 5*time.Second)
+	term.WaitForCount("\nanswer>", 2, 20*time.Second)
 	term.Type("squ")
 	_, interrupted = nerveIn(t, home, "node", "interrupt", "fx")
 	term.WaitForCount("! @fx withdrew its request: the call ended", 2, 10*time.Second)
@@ -91,5 +91,5 @@ func TestREPLRequestWithdrawn(t *testing.T) {
 	}
 	waitLastLine(t, term, "default>")
 	term.Line(`@fx echo text=after`)
-	term.WaitFor("[2] @fx echo", 5*time.Second)
+	term.WaitFor("[2] @fx echo", 20*time.Second)
 }

@@ -24,7 +24,8 @@ func callCmd() *Command {
 		Usage:   "call LINE...",
 		Help: `LINE is a Commander line. Each word the shell hands nerve stays one
 word: k="a b" is one argument, and a single-tool node gets the words quoted
-for a shell where needed (nerve call @bash echo "a   b" prints a   b).
+for a shell where needed (nerve call @bash echo "a   b" prints a   b). One
+word after the node is taken as it is: nerve call @bash 'ls | wc -l'.
 The arguments may also come as JSON (or a single-tool node's text) on
 stdin: end the line with - (nerve call @fs read_file - < args.json); with
 no arguments, a tool that requires some reads them from stdin when stdin
@@ -133,8 +134,15 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 // and reopened), which both the Commander's
 // key=value reader and a bash node read back as the one word it was. The
 // first word, a lone ?, and JSON ({…} or […]) stay as they are; in
-// key=value only the value is quoted.
+// key=value only the value is quoted. A line with one word after the node
+// is left as it is.
 func callLine(words []string) string {
+	if len(words) <= 2 {
+		// One word after the node: the person quoted the whole rest for
+		// nerve (`nerve call @bash 'ls | wc -l'`, `nerve call @echo "a b"`):
+		// it is the text (or JSON) as it is.
+		return strings.TrimSpace(strings.Join(words, " "))
+	}
 	var b strings.Builder
 	for i, w := range words {
 		if i > 0 {
