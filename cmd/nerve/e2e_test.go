@@ -406,7 +406,12 @@ func TestCrashSafety(t *testing.T) {
 				}
 			})
 		}
-		// Let some changes land, then kill at a random moment.
+		// Let a change land (a loaded machine may take a while), then
+		// kill at a random moment.
+		mu.Lock()
+		before := acked
+		mu.Unlock()
+		testutil.WaitFor(t, 20*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return acked > before }, "a change to be acknowledged")
 		time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
 		cmd.Process.Kill()
 		cmd.Wait()
