@@ -52,7 +52,8 @@ func (c *catalog) refresh(ctx context.Context) {
 		c.stale.Store(true)
 		return
 	}
-	tools, err := c.session.Toolset(ctx)
+	// Now, not after the nodes that are starting: the prompt must not wait.
+	tools, err := c.session.ToolsetNow(ctx)
 	if err != nil {
 		c.stale.Store(true)
 		return

@@ -341,7 +341,12 @@ func (d *Daemon) handleToolset(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	entries := s.Toolset(r.Context()).Tools()
+	var entries []node.ToolEntry
+	if r.URL.Query().Get("now") != "" {
+		entries = s.ToolsetNow(r.Context()).Tools()
+	} else {
+		entries = s.Toolset(r.Context()).Tools()
+	}
 	out := make([]api.Tool, len(entries))
 	for i, e := range entries {
 		out[i] = api.Tool{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName, Tool: e.Tool}

@@ -244,6 +244,14 @@ func (s *Session) Toolset(ctx context.Context) ([]api.Tool, error) {
 	return tools, err
 }
 
+// ToolsetNow is Toolset without waiting for nodes that are starting (the
+// daemon waits for them, up to 30 s, in Toolset).
+func (s *Session) ToolsetNow(ctx context.Context) ([]api.Tool, error) {
+	var tools []api.Tool
+	err := s.c.do(ctx, http.MethodGet, s.path+"/tools?now=1", nil, &tools)
+	return tools, err
+}
+
 // Call calls tool on node id with JSON arguments (nil means {}). Progress,
 // log messages, streamed text and the node's state changes go to observe
 // (if set) as they arrive, on the caller's goroutine. Cancelling ctx

@@ -412,6 +412,56 @@ func (s *Session) Toolset(ctx context.Context) *node.Toolset {
 	if ts := s.toolsets.Load(); ts != nil {
 		return ts
 	}
+	s.WaitStarting(ctx, StartWait)
+	return s.ToolsetNow(ctx)
+}
+
+// StartWait bounds how long a session-wide listing (Toolset) waits for
+// nodes that are starting: a client that lists right after the daemon
+// started (nerve mcp serve, nerve tools, an llm node) gets every node's
+// tools, not only those of the first to be up. A node that comes later is
+// announced as a change of the tool list.
+const StartWait = 30 * time.Second
+
+// WaitStarting waits until no node is CREATED or STARTING, for at most
+// bound (or until ctx ends).
+func (s *Session) WaitStarting(ctx context.Context, bound time.Duration) {
+	starting := func() bool {
+		for _, n := range s.Nodes() {
+			if st := n.State(); st == node.Created || st == node.Starting {
+				return true
+			}
+		}
+		return false
+	}
+	if !starting() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	sub := s.Subscribe(16)
+	defer sub.Close()
+	tick := time.NewTicker(250 * time.Millisecond) // a missed event costs at most this
+	defer tick.Stop()
+	for starting() {
+		select {
+		case _, ok := <-sub.C:
+			if !ok {
+				return
+			}
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// ToolsetNow is Toolset without waiting for nodes that are starting: what
+// can be called right now.
+func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
+	if ts := s.toolsets.Load(); ts != nil {
+		return ts
+	}
 	s.mu.RLock()
 	entries := make([]*entry, 0, len(s.order))
 	for _, id := range s.order {
