@@ -6,6 +6,11 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/commander"
 )
 
 func completionCmd() *Command {
@@ -25,10 +30,25 @@ func completionCmd() *Command {
 
 var completionScripts = map[string]string{
 	"bash": `# bash completion for nerve
+# The words come from COMP_LINE, not COMP_WORDS: bash also breaks words at
+# the characters of COMP_WORDBREAKS ('@', ':', '=' …), and nerve's words
+# hold them (@fs, key=value).
 _nerve() {
-    local IFS=$'\n'
-    COMPREPLY=( $(nerve __complete -- "${COMP_WORDS[@]:1:COMP_CWORD}" 2>/dev/null) )
+    local line="${COMP_LINE:0:COMP_POINT}" IFS=$' \t\n'
+    local -a words
+    read -ra words <<< "$line"
+    [[ "$line" == *[[:space:]] || ${#words[@]} -eq 0 ]] && words+=("")
+    local cur="${words[${#words[@]}-1]}"
+    IFS=$'\n'
+    local -a cands=( $(nerve __complete -- "${words[@]:1}" 2>/dev/null) )
+    # bash replaces only the part of the word after its last break.
+    local pre="${cur%"${COMP_WORDS[COMP_CWORD]}"}"
+    COMPREPLY=( "${cands[@]#"$pre"}" )
 }
+# '@' starts every node name; readline and COMP_WORDS disagree about where
+# a word that holds it begins, so it stops breaking words (as npm's script
+# does for '@' and '=').
+COMP_WORDBREAKS=${COMP_WORDBREAKS//@/}
 complete -o default -F _nerve nerve
 `,
 	"zsh": `#compdef nerve
@@ -140,7 +160,9 @@ func Candidates(ctx context.Context, env *Env, words []string, cur string) []str
 				add(s.Name)
 			}
 		}
-	case "node", "kind", "session", "line":
+	case "line":
+		return lineCandidates(ctx, env, args, cur)
+	case "node", "kind", "session":
 		if cmd.Complete == "kind" && nargs > 0 {
 			return nil
 		}
@@ -149,6 +171,53 @@ func Candidates(ctx context.Context, env *Env, words []string, cur string) []str
 		}
 	}
 	slices.Sort(out)
+	return out
+}
+
+// lineCandidates completes the last word of a Commander line given as
+// words (`nerve call @fs re<Tab>`) as the Commander does: node ids, then
+// the node's tools, then argument keys and values. It asks a running
+// daemon for the nodes and the named node's tools.
+func lineCandidates(ctx context.Context, env *Env, args []string, cur string) []string {
+	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	c := env.Client
+	if c == nil {
+		var err error
+		if c, _, err = env.connectDaemon(ctx, false); err != nil {
+			return nil
+		}
+		defer c.Close()
+	}
+	s := c.Session(env.SessionName())
+	infos, err := s.Nodes(ctx)
+	if err != nil {
+		return nil
+	}
+	cat := make(map[string][]*mcp.Tool, len(infos))
+	for _, i := range infos {
+		cat[i.ID] = nil
+	}
+	if len(args) > 0 {
+		if id := lineNode(args[0]); id != "" {
+			if tools, err := s.Tools(ctx, id); err == nil {
+				for _, t := range tools {
+					cat[id] = append(cat[id], t)
+				}
+			}
+		}
+	}
+	line := strings.Join(append(slices.Clone(args), cur), " ")
+	cands, replace := commander.Complete(line, utf8.RuneCountInString(line), commander.NewIndex(cat), nil)
+	keep := []rune(cur)
+	if replace > len(keep) {
+		return nil
+	}
+	keep = keep[:len(keep)-replace]
+	out := make([]string, 0, len(cands))
+	for _, cand := range cands {
+		out = append(out, string(keep)+strings.TrimSuffix(cand, " "))
+	}
 	return out
 }
 
