@@ -53,9 +53,12 @@ type Env struct {
 }
 
 type connState struct {
-	client   *client.Client
-	embedded *daemon.Embedded
-	closeLog func() error
+	// loginPath: a daemon this command starts takes the login shell's
+	// PATH (nerve mcp serve, started by an app with a minimal PATH).
+	loginPath bool
+	client    *client.Client
+	embedded  *daemon.Embedded
+	closeLog  func() error
 }
 
 // NewEnv returns an Env for the process: os.Stdout, os.Stderr, os.Stdin,

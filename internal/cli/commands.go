@@ -31,6 +31,7 @@ Examples:
 			callCmd(),
 			withSub(mcpCmd(), mcpImportCmd()), // mcp_serve.go; import: mcp_import.go
 			sessionCmd(),
+			envCmd(), // env.go
 			daemonCmd(),
 			logCmd(),
 			{

@@ -61,6 +61,10 @@ func (e *Env) newClient(socket string, dial func(context.Context) (net.Conn, err
 	}
 	if dial != nil {
 		opts.Dial = dial
+	} else {
+		// The daemon may have been started by someone else, earlier: the
+		// nodes this client adds or restarts see its environment.
+		opts.Environ = os.Environ
 	}
 	return client.New(opts)
 }
@@ -106,7 +110,11 @@ func (e *Env) connectDaemon(ctx context.Context, start bool) (c *client.Client, 
 	if err != nil {
 		return nil, false, fmt.Errorf("finding this program to start the daemon: %w; start it yourself with `nerve daemon start --foreground`", err)
 	}
-	proc, err := daemon.Spawn(exe, p, os.Environ())
+	spawnEnv := os.Environ()
+	if e.conn != nil && e.conn.loginPath {
+		spawnEnv = append(spawnEnv, daemon.LoginPathVar+"=1")
+	}
+	proc, err := daemon.Spawn(exe, p, spawnEnv)
 	if err != nil {
 		return nil, false, err
 	}

@@ -65,6 +65,13 @@ func runMCPServe(ctx context.Context, env *Env, inv *Invocation) error {
 	if err := mcpserver.ValidateNames(names); err != nil {
 		return usagef(inv, "%v", err)
 	}
+	// Apps (Claude Desktop, editors) start MCP servers with a minimal
+	// environment: a daemon started from here uses the login shell's PATH,
+	// so nodes find node, npx, uvx, bash as they do in a terminal.
+	if env.conn == nil {
+		env.conn = &connState{}
+	}
+	env.conn.loginPath = true
 	s, err := env.session(ctx)
 	if err != nil {
 		return err

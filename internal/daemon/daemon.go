@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"net/http"
 	"os"
@@ -221,6 +222,16 @@ func (d *Daemon) addDefaults(ctx context.Context, s *session.Session) {
 func (d *Daemon) newHeldLocked(name string) *held {
 	h := &held{}
 	opts := &session.Options{Logger: d.log}
+	if d.opts.Paths.State != "" {
+		envPath := EnvFile(d.opts.Paths)
+		opts.ExtraEnv = func() ([]string, string) {
+			env, err := envfile.Environ(envPath)
+			if err != nil {
+				d.log.Warn("reading the env file", zap.Error(err))
+			}
+			return env, envPath
+		}
+	}
 	if d.opts.Persist {
 		opts.Dir = filepath.Join(d.opts.Paths.Sessions, name)
 		opts.Save = func(specs []node.Spec) error {

@@ -186,6 +186,9 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, err := s.Register(spec)
+	if err == nil {
+		s.SetClientEnv(spec.ID, requestEnv(r))
+	}
 	if err != nil {
 		if status, e := apiError(err); status != http.StatusInternalServerError {
 			writeError(w, status, e)
@@ -284,7 +287,7 @@ func (d *Daemon) handleRestart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("node")
-	if err := s.Restart(r.Context(), id); err != nil {
+	if err := s.Restart(session.WithClientEnv(r.Context(), requestEnv(r)), id); err != nil {
 		status, e := apiError(err)
 		if status == http.StatusInternalServerError {
 			status, e.Code = http.StatusBadGateway, api.CodeStartFailed

@@ -35,6 +35,12 @@ func Run(ctx context.Context, opts Options, ready func()) error {
 		log = zap.NewNop()
 		opts.Logger = log
 	}
+	if os.Getenv(LoginPathVar) != "" {
+		os.Unsetenv(LoginPathVar)
+		path := loginPATH(ctx, os.Getenv("PATH"))
+		os.Setenv("PATH", path)
+		log.Info("using the login shell's PATH", zap.String("PATH", path))
+	}
 	unlock, err := lockFile(p.Lock)
 	if errors.Is(err, ErrRunning) && !answers(ctx, p.Socket) {
 		// A daemon that was asked to stop holds the lock until it has

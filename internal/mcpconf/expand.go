@@ -16,10 +16,25 @@ type UnsetError struct {
 	// Ref is the reference as written between the braces, without a
 	// default: "GITHUB_TOKEN", or "env:GITHUB_TOKEN" in VS Code's form.
 	Ref string
+	// Where, if set, names the environments that were read (a node's
+	// node.Vars.Where); the message then says how to set it for nerve.
+	Where string
 }
 
 func (e *UnsetError) Error() string {
+	if e.Where != "" {
+		return fmt.Sprintf("${%s} is not set in %s; set it with `nerve env set %s=…` (or write ${%s:-default})", e.Ref, e.Where, e.Name, e.Ref)
+	}
 	return fmt.Sprintf("variable ${%s} is not set (set it, or write ${%s:-default})", e.Ref, e.Ref)
+}
+
+// Explain fills in Where of an *UnsetError in err and returns err.
+func Explain(err error, where string) error {
+	var ue *UnsetError
+	if errors.As(err, &ue) && ue.Where == "" {
+		ue.Where = where
+	}
+	return err
 }
 
 // refError is a reference nerve cannot expand: bad syntax, or a VS Code

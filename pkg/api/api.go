@@ -30,6 +30,12 @@ const (
 // ContentTypeNDJSON is the media type of streamed responses (calls, events).
 const ContentTypeNDJSON = "application/x-ndjson"
 
+// HeaderClientEnv, on a request that adds or restarts a node, carries the
+// client's environment (base64 of a JSON list of KEY=VALUE): the node's
+// ${VAR} references resolve against it first. The daemon keeps it in
+// memory only.
+const HeaderClientEnv = "Nerve-Client-Env"
+
 // Error codes: the machine-readable half of an Error. A client maps them
 // (with the HTTP status) to typed errors.
 const (

@@ -7,6 +7,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -35,6 +37,10 @@ type Options struct {
 	// OnVersionMismatch is told the daemon's version the first time it
 	// differs from Version.
 	OnVersionMismatch func(daemonVersion string)
+	// Environ, if set, is the environment sent with the requests that add
+	// or restart a node (api.HeaderClientEnv): ${VAR} in the node's spec
+	// resolves against it first.
+	Environ func() []string
 }
 
 // Client talks to one daemon. It is safe for concurrent use.
@@ -90,6 +96,11 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.opts.Environ != nil && method == http.MethodPost && (strings.HasSuffix(path, "/nodes") || strings.HasSuffix(path, "/restart")) {
+		if data, err := json.Marshal(c.opts.Environ()); err == nil {
+			req.Header.Set(api.HeaderClientEnv, base64.StdEncoding.EncodeToString(data))
+		}
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

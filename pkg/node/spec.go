@@ -114,6 +114,9 @@ type Env struct {
 	// Tools lets a node call the tools of the other nodes of its session
 	// (LLM agents, graphs). Nil when the session offers none.
 	Tools ToolCaller
+	// Vars is the environment ${VAR} references resolve against and the
+	// node's processes get (Lookup, Environ); nil means the process's.
+	Vars Vars
 }
 
 // Log returns e.Logger or a no-op logger.

@@ -32,6 +32,10 @@ type Options struct {
 	// Save, if set, is called with every spec after each change to the set
 	// of nodes or to a node's saved state. Calls are serialised.
 	Save func(specs []node.Spec) error
+	// ExtraEnv, if set, returns variables that rank between a client's
+	// environment and the daemon's when a node resolves ${VAR} (the
+	// private env file), with a name for messages; "" leaves them out.
+	ExtraEnv func() (env []string, name string)
 }
 
 // Session owns a set of nodes. It is safe for concurrent use.
@@ -47,6 +51,7 @@ type Session struct {
 	closed   atomic.Bool
 	saveMu   sync.Mutex // serialises Save calls
 	toolsets atomic.Pointer[node.Toolset]
+	extraEnv func() ([]string, string)
 
 	// mu guards the fields below.
 	mu    sync.RWMutex
@@ -64,6 +69,8 @@ type entry struct {
 	tools   []*mcp.Tool
 	byName  map[string]*mcp.Tool
 	valid   bool
+
+	client entryEnv // the environment of the client that added it
 }
 
 // New returns an empty session named name whose nodes are built by reg.
@@ -81,6 +88,7 @@ func New(name string, reg *Registry, opts *Options) *Session {
 		log:      log.With(zap.String("session", name)),
 		dir:      opts.Dir,
 		save:     opts.Save,
+		extraEnv: opts.ExtraEnv,
 		nodes:    make(map[string]*entry),
 	}
 }
@@ -112,6 +120,9 @@ func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Node, error) {
 	n, err := s.Register(spec)
 	if err != nil {
 		return nil, err
+	}
+	if e, err := s.entry(spec.ID); err == nil {
+		e.client.set(clientEnv(ctx))
 	}
 	if err := n.Start(ctx); err != nil {
 		return n, fmt.Errorf("starting node %q: %w", spec.ID, err)
@@ -148,6 +159,7 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 		Hooks:     &s.hooks,
 		Tools:     s,
 	}
+	env.Vars = &vars{s: s, e: e, id: id}
 	if s.dir != "" {
 		env.Dir = filepath.Join(s.dir, "nodes", id)
 	}
@@ -237,6 +249,7 @@ func (s *Session) Restart(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	e.client.set(clientEnv(ctx))
 	if err := e.n.Stop(ctx); err != nil {
 		return fmt.Errorf("stopping node %q: %w", id, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"go.uber.org/zap"
 )
@@ -129,8 +130,12 @@ func (n *Node) startShell(ctx context.Context) (*shell, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := os.Environ()
+	env := n.env.Environ()
 	for k, v := range n.spec.Env {
+		v, err := mcpconf.Expand(v, n.env.Lookup)
+		if err != nil {
+			return nil, fmt.Errorf("env %s of bash node %q: %w", k, n.ID(), mcpconf.Explain(err, n.env.VarsWhere()))
+		}
 		env = append(env, k+"="+v)
 	}
 	return startShell(ctx, shellConfig{path: path, args: args, dir: dir, env: env, id: n.ID()})

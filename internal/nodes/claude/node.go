@@ -166,7 +166,7 @@ func (n *Node) start(ctx context.Context) error {
 		}
 		ep = &e
 	}
-	servers, err := loadServers(n.opts.MCPConfig, os.LookupEnv)
+	servers, err := loadServers(n.opts.MCPConfig, n.env.Lookup)
 	if err != nil {
 		return err
 	}
@@ -347,11 +347,11 @@ func (n *Node) fail(p *proc, reason string) {
 }
 
 func (n *Node) childEnv() ([]string, error) {
-	env := os.Environ()
+	env := n.env.Environ()
 	for _, k := range sortedKeys(n.spec.Env) {
-		v, err := mcpconf.Expand(n.spec.Env[k], os.LookupEnv)
+		v, err := mcpconf.Expand(n.spec.Env[k], n.env.Lookup)
 		if err != nil {
-			return nil, fmt.Errorf("env %s of claude node %q: %w", k, n.ID(), err)
+			return nil, fmt.Errorf("env %s of claude node %q: %w", k, n.ID(), mcpconf.Explain(err, n.env.VarsWhere()))
 		}
 		env = append(env, k+"="+v)
 	}

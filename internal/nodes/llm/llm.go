@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"path"
 	"sort"
 	"strings"
@@ -272,11 +271,11 @@ func (n *Node) saveLocked() {
 	}
 }
 
-// expand resolves a ${VAR} reference from the environment.
-func expand(what, s string) (string, error) {
-	v, err := mcpconf.Expand(s, os.LookupEnv)
+// expand resolves a ${VAR} reference from the node's environment.
+func (n *Node) expand(what, s string) (string, error) {
+	v, err := mcpconf.Expand(s, n.env.Lookup)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w (the daemon reads the environment it was started with; restart it with `nerve daemon stop` after setting the variable)", what, err)
+		return "", fmt.Errorf("%s: %w", what, mcpconf.Explain(err, n.env.VarsWhere()))
 	}
 	return v, nil
 }
@@ -302,17 +301,17 @@ func (n *Node) Start(ctx context.Context) error {
 }
 
 func (n *Node) newClient() (provider.Client, error) {
-	key, err := expand("--api-key", n.opts.APIKey)
+	key, err := n.expand("--api-key", n.opts.APIKey)
 	if err != nil {
 		return nil, err
 	}
-	base, err := expand("--base-url", n.opts.BaseURL)
+	base, err := n.expand("--base-url", n.opts.BaseURL)
 	if err != nil {
 		return nil, err
 	}
 	headers := make(map[string]string, len(n.opts.Headers))
 	for k, v := range n.opts.Headers {
-		if headers[k], err = expand("header "+k, v); err != nil {
+		if headers[k], err = n.expand("header "+k, v); err != nil {
 			return nil, err
 		}
 	}

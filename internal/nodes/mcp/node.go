@@ -117,7 +117,9 @@ type Node struct {
 
 // New is the mcp kind's node.Factory.
 func New(spec node.Spec, env node.Env) (node.Node, error) {
-	return newNode(spec, env, defaultConfig())
+	cfg := defaultConfig()
+	cfg.lookup, cfg.environ = env.Lookup, env.Environ
+	return newNode(spec, env, cfg)
 }
 
 func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
@@ -215,7 +217,7 @@ func (n *Node) startLocked(ctx context.Context) error {
 func (n *Node) connect(ctx context.Context) (*conn, error) {
 	srv, err := n.server.Expand(n.cfg.lookup, "")
 	if err != nil {
-		return nil, fmt.Errorf("mcp node %q: %w", n.ID(), err)
+		return nil, fmt.Errorf("mcp node %q: %w", n.ID(), mcpconf.Explain(err, n.env.VarsWhere()))
 	}
 	c := &conn{done: make(chan struct{}), refresh: make(chan struct{}, 1), started: time.Now()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
