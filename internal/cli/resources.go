@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"mime"
 	"os"
 	"path"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/commander"
 )
 
 // The commands on what an mcp node offers beyond tools.
@@ -174,9 +175,7 @@ func (e *Env) saveBlob(nodeID string, c *mcp.ResourceContents) (string, error) {
 	base := safeName(path.Base(strings.TrimRight(c.URI, "/")))
 	ext := filepath.Ext(base)
 	if ext == "" && c.MIMEType != "" {
-		if exts, _ := mime.ExtensionsByType(c.MIMEType); len(exts) > 0 {
-			ext = exts[0]
-		}
+		ext = commander.Extension(c.MIMEType)
 	}
 	base = strings.TrimSuffix(base, filepath.Ext(base))
 	f, err := os.CreateTemp(dir, nodeID+"-"+base+"-*"+ext)

@@ -239,3 +239,23 @@ func TestRenderMirroredStructured(t *testing.T) {
 		}
 	}
 }
+
+func TestExtensionPerMIMEType(t *testing.T) {
+	for typ, want := range map[string]string{
+		"text/plain":                ".txt", // the system's table says .asc
+		"text/plain; charset=utf-8": ".txt",
+		"application/json":          ".json",
+		"text/markdown":             ".md",
+		"text/html":                 ".html",
+		"text/csv":                  ".csv",
+		"image/png":                 ".png",
+		"image/jpeg":                ".jpg",
+		"audio/wav":                 ".wav",
+		"application/pdf":           ".pdf",
+		"application/x-nerve-never": ".bin",
+	} {
+		if got := Extension(typ); got != want {
+			t.Errorf("Extension(%q) = %q, want %q", typ, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"path"
 	"strconv"
 	"strings"
@@ -460,9 +461,25 @@ func colorJSON(b *strings.Builder, s string, st *Style) {
 	}
 }
 
-func extension(mime string) string {
-	mime, _, _ = strings.Cut(mime, ";")
-	switch strings.TrimSpace(strings.ToLower(mime)) {
+// Extension returns the file extension for content of MIME type typ: a
+// table of common types first (the system's table answers text/plain with
+// .asc), then the system's, then ".bin".
+func Extension(typ string) string { return extension(typ) }
+
+func extension(typ string) string {
+	typ, _, _ = strings.Cut(typ, ";")
+	typ = strings.TrimSpace(strings.ToLower(typ))
+	if ext := commonExtension(typ); ext != "" {
+		return ext
+	}
+	if exts, _ := mime.ExtensionsByType(typ); len(exts) > 0 {
+		return exts[0]
+	}
+	return ".bin"
+}
+
+func commonExtension(typ string) string {
+	switch typ {
 	case "image/png":
 		return ".png"
 	case "image/jpeg", "image/jpg":
@@ -489,8 +506,26 @@ func extension(mime string) string {
 		return ".txt"
 	case "application/zip":
 		return ".zip"
+	case "text/markdown", "text/x-markdown":
+		return ".md"
+	case "text/html":
+		return ".html"
+	case "text/csv":
+		return ".csv"
+	case "text/css":
+		return ".css"
+	case "text/javascript", "application/javascript":
+		return ".js"
+	case "application/xml", "text/xml":
+		return ".xml"
+	case "application/x-yaml", "application/yaml", "text/yaml":
+		return ".yaml"
+	case "application/gzip":
+		return ".gz"
+	case "application/octet-stream":
+		return ".bin"
 	}
-	return ".bin"
+	return ""
 }
 
 func orUnknown(mime string) string {
