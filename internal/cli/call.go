@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/chzyer/readline"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -111,8 +113,16 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		return fmt.Errorf("node %q has no tool %q", ln.Node, ln.Tool)
 	}
-	res, err := s.Call(ctx, ln.Node, ln.Tool, ln.Args, func(l api.CallLine) { showCallLine(env, ln.Node, l) })
+	// SIGINT and SIGTERM cancel the call in the daemon. Caught, not left
+	// to their default: a shell starts a background job (`nerve call … &`)
+	// with SIGINT ignored, and the call would run on.
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := s.Call(sctx, ln.Node, ln.Tool, ln.Args, func(l api.CallLine) { showCallLine(env, ln.Node, l) })
 	if err != nil {
+		if sctx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("interrupted: the call to @%s %s was cancelled (the node was told)", ln.Node, ln.Tool)
+		}
 		return err
 	}
 	if env.JSON {

@@ -3,11 +3,18 @@
 package cli
 
 import (
+	"bufio"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
 )
 
@@ -77,5 +84,52 @@ func TestBinaryCallToNodeInError(t *testing.T) {
 	n.Must("node", "restart", "sh")
 	if out := n.Must("call", "@sh", "echo", "hi"); out != "hi\n" {
 		t.Errorf("after a restart: %q", out)
+	}
+}
+
+// TestBinaryBackgroundCallStopsOnSignal: a shell starts `nerve call … &`
+// with SIGINT ignored; SIGINT (and SIGTERM) still cancel the call, in the
+// daemon too.
+func TestBinaryBackgroundCallStopsOnSignal(t *testing.T) {
+	n := newRealNerve(t)
+	n.Must("node", "add", "bash", "sh")
+	for _, sig := range []string{"INT", "TERM"} {
+		// sh -c runs the job in the background with SIGINT ignored, prints
+		// its pid, and waits for it.
+		cmd := n.Command()
+		cmd.Args = []string{"sh", "-c", `"$0" call @sh "sleep 60" & echo $!; wait $!; echo "exit $?"`, n.bin}
+		cmd.Path = "/bin/sh"
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := bufio.NewReader(out)
+		line, _ := r.ReadString('\n')
+		pid, _ := strconv.Atoi(strings.TrimSpace(line))
+		testutil.WaitFor(t, 20*time.Second, func() bool {
+			o, _, _ := n.Run("node", "ls")
+			return regexp.MustCompile(`(?m)^sh\s+bash\s+BUSY`).MatchString(o)
+		}, "the call to run")
+		exec.Command("kill", "-"+sig, strconv.Itoa(pid)).Run()
+		done := make(chan string, 1)
+		go func() { rest, _ := io.ReadAll(r); cmd.Wait(); done <- string(rest) }()
+		select {
+		case rest := <-done:
+			if !strings.Contains(rest, "exit 1") || !strings.Contains(errb.String(), "interrupted: the call to @sh bash was cancelled") {
+				t.Errorf("SIG%s: %q %q", sig, rest, errb.String())
+			}
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatalf("SIG%s did not stop a background nerve call", sig)
+		}
+		testutil.WaitFor(t, 20*time.Second, func() bool {
+			o, _, _ := n.Run("node", "ls")
+			return regexp.MustCompile(`(?m)^sh\s+bash\s+READY`).MatchString(o)
+		}, "the call to end in the daemon")
 	}
 }
