@@ -130,6 +130,11 @@ func (c *Client) checkVersion(resp *http.Response) {
 	if c.opts.Version == "" || c.opts.OnVersionMismatch == nil || v == c.opts.Version {
 		return
 	}
+	// A build without a VCS stamp (`go run`, "devel") cannot be told
+	// apart from any other: only two stamped builds can differ for sure.
+	if v == "devel" || c.opts.Version == "devel" {
+		return
+	}
 	c.warnOnce.Do(func() { c.opts.OnVersionMismatch(v) })
 }
 

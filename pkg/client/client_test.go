@@ -379,3 +379,24 @@ func TestVersionMismatchWarnsOnce(t *testing.T) {
 		t.Errorf("warned %d times about %q; want once about v2", warned.Load(), got)
 	}
 }
+
+// TestVersionUnstampedBuildDoesNotWarn: a daemon started by `go run` says
+// "devel" (no VCS stamp); a `go install`ed nerve of the same tree must not
+// warn on every command, nor the other way round.
+func TestVersionUnstampedBuildDoesNotWarn(t *testing.T) {
+	for _, c := range []struct{ daemon, client string }{{"devel", "devel-0123456789ab"}, {"devel-0123456789ab", "devel"}} {
+		emb, err := daemon.StartEmbedded(context.Background(), &daemon.Options{Version: c.daemon})
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := false
+		cl := client.New(client.Options{Dial: emb.Dial, Version: c.client, OnVersionMismatch: func(string) { warned = true }})
+		if _, err := cl.Version(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if warned {
+			t.Errorf("daemon %s, client %s: warned about a version mismatch", c.daemon, c.client)
+		}
+		emb.Close(context.Background())
+	}
+}
