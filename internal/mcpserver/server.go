@@ -635,6 +635,18 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
+		case "tools/list":
+			// A client that lists right after the daemon started gets
+			// every server's tools, not only those already up: wait for
+			// the servers that are starting, then serve what is there.
+			// (Not before initialize: a server being started may be the
+			// one asking.) Later ones come with list_changed.
+			if w, ok := s.b.(interface{ WaitStarting(context.Context) }); ok && s.opts.Node == "" {
+				if p, ok := req.GetParams().(*mcp.ListToolsParams); !ok || p == nil || p.Cursor == "" {
+					w.WaitStarting(ctx)
+					s.Sync(ctx)
+				}
+			}
 		case "logging/setLevel":
 			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
 				s.setLevel(ctx, string(p.Level))

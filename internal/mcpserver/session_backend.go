@@ -32,12 +32,18 @@ func NewSessionBackend(s *session.Session) *SessionBackend {
 }
 
 func (b *SessionBackend) Toolset(ctx context.Context) ([]ToolEntry, error) {
-	entries := b.s.Toolset(ctx).Tools()
+	entries := b.s.ToolsetNow(ctx).Tools()
 	out := make([]ToolEntry, len(entries))
 	for i, e := range entries {
 		out[i] = ToolEntry{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName, Tool: e.Tool}
 	}
 	return out, nil
+}
+
+// WaitStarting waits, up to session.StartWait, for the session's servers
+// that are starting (see Server's tools/list).
+func (b *SessionBackend) WaitStarting(ctx context.Context) {
+	b.s.WaitStarting(ctx, session.StartWait)
 }
 
 func (b *SessionBackend) Tools(ctx context.Context, nodeID string) ([]*mcp.Tool, error) {

@@ -436,12 +436,15 @@ func (s *Session) Toolset(ctx context.Context) *node.Toolset {
 // announced as a change of the tool list.
 const StartWait = 30 * time.Second
 
-// WaitStarting waits until no node is CREATED or STARTING, for at most
-// bound (or until ctx ends).
+// WaitStarting waits until no MCP server node (kind "mcp") is CREATED or
+// STARTING, for at most bound (or until ctx ends). Only servers: they are
+// what is slow to start, and a node of another kind may be starting
+// because it waits on this very listing (a Claude node listing the
+// session's tools through nerve's MCP endpoint).
 func (s *Session) WaitStarting(ctx context.Context, bound time.Duration) {
 	starting := func() bool {
 		for _, n := range s.Nodes() {
-			if st := n.State(); st == node.Created || st == node.Starting {
+			if st := n.State(); (st == node.Created || st == node.Starting) && n.Info().Kind == "mcp" {
 				return true
 			}
 		}

@@ -136,6 +136,13 @@ func (d *Def) Run(ctx context.Context, inputs map[string]any, o RunOptions) (any
 			case <-ctx.Done():
 				return
 			}
+			// A failed dependency closes its channel after it cancelled
+			// the run, and select picks at random among ready cases: look
+			// again before running.
+			if ctx.Err() != nil {
+				<-sem
+				return
+			}
 			err := r.step(ctx, s)
 			<-sem
 			if err != nil {
