@@ -32,7 +32,7 @@ func mcpImportCmd() *Command {
 	return &Command{
 		Name:    "import",
 		Summary: "add every server of an MCP config file as an mcp node",
-		Usage:   "mcp import [FILE] [--dry-run]",
+		Usage:   "mcp import [FILE] [--dry-run] [--sync]",
 		Help: `FILE defaults to ./.mcp.json; with neither, the command lists the configs
 of Claude Code, Claude Desktop, Cursor and VS Code it finds in their usual
 places. Every format nerve reads is accepted: Claude
@@ -53,6 +53,7 @@ Examples:
   nerve mcp import ~/.cursor/mcp.json --dry-run`,
 		Flags: []*Flag{
 			{Name: "dry-run", Usage: "show what would be added, add nothing"},
+			{Name: "sync", Usage: "refresh each imported node's tool catalogue (nerve node sync) once it is added"},
 		},
 		Run: runMCPImport,
 	}
@@ -165,6 +166,18 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 		}(&items[i])
 	}
 	wg.Wait()
+	if inv.Bool("sync") {
+		for i := range items {
+			if items[i].Status != "added" && items[i].Status != "skipped" {
+				continue
+			}
+			if info, err := s.Sync(ctx, items[i].Node); err != nil {
+				fmt.Fprintf(env.Stderr, "nerve: syncing %s: %v\n", items[i].Node, err)
+			} else {
+				items[i].Info = &info
+			}
+		}
+	}
 	failed := 0
 	for _, it := range items {
 		if it.Status == "failed" {

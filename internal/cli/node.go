@@ -25,6 +25,8 @@ func nodeCmd() *Command {
 			{Name: "restart", Summary: "stop a node (from any state, ERROR too) and start it again", Usage: "node restart NAME", Complete: "node", Run: runNodeRestart},
 			{Name: "reset", Summary: "make a node forget its conversation (llm)", Usage: "node reset NAME", Complete: "node", Run: runNodeReset},
 			{Name: "interrupt", Summary: "cancel what a node is doing; it stays usable", Usage: "node interrupt NAME", Complete: "node", Run: runNodeInterrupt},
+			{Name: "sync", Summary: "refresh mcp nodes' tool catalogues (starting and stopping a node that is not running)", Usage: "node sync NAME... | --all", Complete: "node", Run: runNodeSync,
+				Flags: []*Flag{{Name: "all", Usage: "every mcp node of the session"}}},
 			{Name: "kinds", Summary: "list the node kinds this nerve can run", Usage: "node kinds", Run: runNodeKinds},
 		},
 	}
@@ -80,6 +82,13 @@ func runNodeLs(ctx context.Context, env *Env, inv *Invocation) error {
 		detail := i.Summary
 		if i.Error != "" {
 			detail = "error: " + firstLine(i.Error)
+		}
+		// A node that is not running but knows its tools (its catalogue):
+		// its first call starts it.
+		if lazy, _ := i.Details["lazy"].(bool); lazy {
+			detail = "lazy, tools cached: starts on its first call · " + detail
+		} else if cached, _ := i.Details["cached"].(bool); cached && i.Error == "" {
+			detail = "tools cached · " + detail
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\n", i.ID, i.Kind, stateCell(i.State.String(), i.State.String(), color), i.Tools, i.Calls, i.InFlight, detail)
 	}
@@ -247,5 +256,42 @@ func runNodeReset(ctx context.Context, env *Env, inv *Invocation) error {
 		return printJSON(env, info)
 	}
 	fmt.Fprintf(env.Stdout, "%s forgot its conversation\n", info.ID)
+	return nil
+}
+
+func runNodeSync(ctx context.Context, env *Env, inv *Invocation) error {
+	all := inv.Bool("all")
+	if all == (len(inv.Args) > 0) {
+		return usagef(inv, "`nerve node sync` takes node names or --all (one of them)")
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	ids := inv.Args
+	if all {
+		infos, err := s.Nodes(ctx)
+		if err != nil {
+			return err
+		}
+		for _, i := range infos {
+			if i.Kind == kindMCP {
+				ids = append(ids, i.ID)
+			}
+		}
+	}
+	failed := 0
+	for _, id := range ids {
+		info, err := s.Sync(ctx, id)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "nerve: %s: %v\n", id, err)
+			failed++
+			continue
+		}
+		fmt.Fprintf(env.Stdout, "synced %s: %d tool%s (%s)\n", id, info.Tools, plural(info.Tools), info.State)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d nodes could not be synced (see above)", failed, len(ids))
+	}
 	return nil
 }

@@ -6,19 +6,23 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 func sessionCmd() *Command {
 	return &Command{
 		Name:    "session",
-		Summary: "list and remove sessions",
+		Summary: "list, remove and set up sessions",
 		Usage:   "session COMMAND",
 		Help:    "A session is made when its first node is added: `nerve -s work node add bash sh`.",
 		Sub: []*Command{
 			{Name: "ls", Aliases: []string{"list"}, Summary: "list the daemon's sessions", Usage: "session ls", Run: runSessionLs},
 			{Name: "rm", Aliases: []string{"remove"}, Summary: "stop every node of a session and forget it", Usage: "session rm NAME", Complete: "session", Run: runSessionRm},
+			{Name: "set", Summary: "set a setting of the session: idle DURATION (stop unused MCP servers; 0 for never)", Usage: "session set idle DURATION", Run: runSessionSet},
+			{Name: "show", Summary: "show the session's settings", Usage: "session show", Run: runSessionShow},
 		},
 	}
 }
@@ -69,5 +73,59 @@ func runSessionRm(ctx context.Context, env *Env, inv *Invocation) error {
 	if !env.JSON {
 		fmt.Fprintf(env.Stdout, "removed session %s\n", inv.Args[0])
 	}
+	return nil
+}
+
+func runSessionSet(ctx context.Context, env *Env, inv *Invocation) error {
+	if len(inv.Args) != 2 || inv.Args[0] != "idle" {
+		return usagef(inv, "`nerve session set` takes idle DURATION, e.g. `nerve session set idle 10m` (0 turns it off)")
+	}
+	d, err := time.ParseDuration(inv.Args[1])
+	if inv.Args[1] == "0" || inv.Args[1] == "off" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		return usagef(inv, "idle %q: use a duration such as 10m or 1h, or 0 to turn it off", inv.Args[1])
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := s.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	st.Idle = node.Duration(d)
+	if st, err = s.SetSettings(ctx, st); err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, st)
+	}
+	if d == 0 {
+		fmt.Fprintf(env.Stdout, "session %s: MCP servers keep running when unused\n", s.Name())
+	} else {
+		fmt.Fprintf(env.Stdout, "session %s: an MCP server unused for %v stops (its tools stay listed; the next call starts it); a node's own idle option wins\n", s.Name(), d)
+	}
+	return nil
+}
+
+func runSessionShow(ctx context.Context, env *Env, inv *Invocation) error {
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := s.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, st)
+	}
+	idle := "off"
+	if st.Idle > 0 {
+		idle = time.Duration(st.Idle).String()
+	}
+	fmt.Fprintf(env.Stdout, "session %s\nidle  %s\n", s.Name(), idle)
 	return nil
 }

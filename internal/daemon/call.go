@@ -127,7 +127,11 @@ func waitStarted(ctx context.Context, s *session.Session, id string) {
 	if err != nil {
 		return
 	}
-	starting := func() bool { st := n.State(); return st == node.Created || st == node.Starting }
+	lazy := false
+	if l, ok := n.(node.Lazy); ok && l.Catalogued() {
+		lazy = true // a catalogued node not running starts in its call
+	}
+	starting := func() bool { st := n.State(); return st == node.Starting || st == node.Created && !lazy }
 	if !starting() {
 		return
 	}

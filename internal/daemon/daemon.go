@@ -241,7 +241,7 @@ func (d *Daemon) newHeldLocked(name string) *held {
 			h.orphanMu.Lock()
 			all := append(specs, h.orphans...)
 			h.orphanMu.Unlock()
-			return saveSpecs(d.statePath(name), name, all)
+			return saveSpecs(d.statePath(name), name, all, h.s.Settings())
 		}
 	}
 	h.s = session.New(name, d.opts.Registry, opts)
@@ -269,6 +269,9 @@ func (d *Daemon) statePath(name string) string {
 // caller; Close waits for (and cancels) them.
 func (d *Daemon) startInBackground(sess string, nodes []node.Node) {
 	for _, n := range nodes {
+		if l, ok := n.(node.Lazy); ok && l.StartsLazily() {
+			continue // it knows its tools (catalogue); its first call starts it
+		}
 		d.bg.Go(func() {
 			if err := n.Start(d.bgCtx); err != nil {
 				d.log.Warn("node did not start", zap.String("session", sess), zap.String("node", n.ID()), zap.Error(err))
@@ -316,7 +319,7 @@ func cutSuffix(s, suffix string) (string, bool) {
 
 func (d *Daemon) restoreOne(name string) {
 	path := d.statePath(name)
-	specs, err := loadSpecs(path)
+	specs, settings, err := loadState(path)
 	if err != nil {
 		aside := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405Z"))
 		if mvErr := os.Rename(path, aside); mvErr != nil {
@@ -334,6 +337,7 @@ func (d *Daemon) restoreOne(name string) {
 	}
 	h := d.newHeldLocked(name)
 	d.mu.Unlock()
+	h.s.LoadSettings(settings)
 	h.loading.Store(true)
 	var nodes []node.Node
 	for _, spec := range specs {

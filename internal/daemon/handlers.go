@@ -50,7 +50,7 @@ func apiError(err error) (int, api.Error) {
 		code, status = api.CodeShuttingDown, http.StatusServiceUnavailable
 	case errors.As(err, &br):
 		code, status = api.CodeBadRequest, http.StatusBadRequest
-	case errors.Is(err, errUnsupported):
+	case errors.Is(err, errUnsupported), errors.Is(err, session.ErrUnsupported):
 		code, status = api.CodeUnsupported, http.StatusBadRequest
 	}
 	return status, api.Error{Code: code, Message: err.Error()}
@@ -273,7 +273,7 @@ func (d *Daemon) dropOrphan(sess, id string) bool {
 	h.orphanMu.Unlock()
 	if found && d.opts.Persist {
 		specs := append(h.s.Specs(), h.orphans...)
-		if err := saveSpecs(d.statePath(sess), sess, specs); err != nil {
+		if err := saveSpecs(d.statePath(sess), sess, specs, h.s.Settings()); err != nil {
 			d.log.Error("saving specs", zap.String("session", sess), zap.Error(err))
 		}
 	}
@@ -317,6 +317,54 @@ func (d *Daemon) handleInterrupt(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
+}
+
+func (d *Daemon) handleSettings(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, r.Method == http.MethodPut)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if r.Method == http.MethodPut {
+		var st session.Settings
+		if err := readJSON(r, &st); err != nil {
+			writeErr(w, err)
+			return
+		}
+		if st.Idle < 0 {
+			writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeBadRequest, Message: "idle must be a duration of 0 (never) or more"})
+			return
+		}
+		if err := s.SetSettings(st); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, s.Settings())
+}
+
+func (d *Daemon) handleSync(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	id := r.PathValue("node")
+	waitStarted(r.Context(), s, id)
+	if err := s.Sync(r.Context(), id); err != nil {
+		status, e := apiError(err)
+		if status == http.StatusInternalServerError {
+			status, e.Code = http.StatusBadGateway, api.CodeStartFailed
+		}
+		writeError(w, status, e)
+		return
+	}
+	info, err := s.Info(id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.NodeResponse{Info: info})
 }
 
 func (d *Daemon) handleTools(w http.ResponseWriter, r *http.Request) {

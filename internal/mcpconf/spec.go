@@ -28,6 +28,13 @@ type Options struct {
 	Roots []string `json:"roots,omitempty"`
 	// Restart is the node's restart policy (defined by the mcp node kind).
 	Restart string `json:"restart,omitempty"`
+	// Start is "eager" (start with the session) or "lazy" (with a tool
+	// catalogue, start on the first call); empty: lazy for a stdio server
+	// with a catalogue, eager otherwise.
+	Start string `json:"start,omitempty"`
+	// Idle, if set, stops the server after that long without a call; the
+	// next call starts it again.
+	Idle node.Duration `json:"idle,omitempty"`
 	// OAuth tunes OAuth authorization of an http server. Without it the node
 	// still answers a server's 401 with discovery and dynamic client
 	// registration; set it for a pre-registered client, a client ID

@@ -30,6 +30,9 @@ const (
 // ContentTypeNDJSON is the media type of streamed responses (calls, events).
 const ContentTypeNDJSON = "application/x-ndjson"
 
+// Settings are a session's settings (GET/PUT …/settings).
+type Settings = session.Settings
+
 // HeaderClientEnv, on a request that adds or restarts a node, carries the
 // client's environment (base64 of a JSON list of KEY=VALUE): the node's
 // ${VAR} references resolve against it first. The daemon keeps it in

@@ -241,6 +241,28 @@ func (s *Session) Restart(ctx context.Context, id string) (node.Info, error) {
 	return r.Info, err
 }
 
+// Settings returns the session's settings.
+func (s *Session) Settings(ctx context.Context) (api.Settings, error) {
+	var st api.Settings
+	err := s.c.do(ctx, http.MethodGet, s.path+"/settings", nil, &st)
+	return st, err
+}
+
+// SetSettings replaces the session's settings.
+func (s *Session) SetSettings(ctx context.Context, st api.Settings) (api.Settings, error) {
+	var out api.Settings
+	err := s.c.do(ctx, http.MethodPut, s.path+"/settings", st, &out)
+	return out, err
+}
+
+// Sync refreshes an mcp node's tool catalogue: a node that is not running
+// is started for it and stopped again.
+func (s *Session) Sync(ctx context.Context, id string) (node.Info, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/sync", nil, &r)
+	return r.Info, err
+}
+
 // Interrupt cancels what a node has in flight.
 func (s *Session) Interrupt(ctx context.Context, id string) error {
 	return s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/interrupt", nil, nil)

@@ -117,6 +117,25 @@ type Env struct {
 	// Vars is the environment ${VAR} references resolve against and the
 	// node's processes get (Lookup, Environ); nil means the process's.
 	Vars Vars
+	// Idle, if set, is the session's idle time for nodes that stop when
+	// unused and have no idle setting of their own (0: never).
+	Idle func() time.Duration
+}
+
+// Lazy is a node that knows its tools without running (a catalogue saved
+// the last time it ran) and starts on its first call. The session lists
+// the tools of a Catalogued node that is CREATED or STOPPED, does not
+// start it on restore when StartsLazily, and lets its call start it.
+type Lazy interface {
+	Catalogued() bool
+	StartsLazily() bool
+}
+
+// Syncer is a node that can refresh its catalogue on demand: start if it
+// is not running, list what its peer offers, save it, and stop again if
+// it was not running.
+type Syncer interface {
+	Sync(ctx context.Context) error
 }
 
 // Log returns e.Logger or a no-op logger.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -42,3 +43,6 @@ func (e *UnknownToolError) Error() string {
 }
 
 func (e *UnknownToolError) Unwrap() error { return node.ErrUnknownTool }
+
+// ErrUnsupported: the node's kind cannot do what was asked.
+var ErrUnsupported = errors.New("not supported by this kind of node")

@@ -53,6 +53,9 @@ type Session struct {
 	toolsets atomic.Pointer[node.Toolset]
 	extraEnv func() ([]string, string)
 
+	settingsMu sync.Mutex
+	settings   Settings
+
 	// mu guards the fields below.
 	mu    sync.RWMutex
 	order []string
@@ -158,6 +161,7 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 		SaveState: func(state json.RawMessage) error { return s.saveState(id, state) },
 		Hooks:     &s.hooks,
 		Tools:     s,
+		Idle:      s.idle,
 	}
 	env.Vars = &vars{s: s, e: e, id: id}
 	if s.dir != "" {
@@ -206,6 +210,9 @@ func (s *Session) Restore(ctx context.Context, specs []node.Spec) error {
 	}
 	var wg sync.WaitGroup
 	for _, n := range started {
+		if l, ok := n.(node.Lazy); ok && l.StartsLazily() {
+			continue // it knows its tools; its first call starts it
+		}
 		wg.Go(func() {
 			if err := n.Start(ctx); err != nil {
 				s.log.Warn("node did not come back", zap.String("node", n.ID()), zap.Error(err))
@@ -257,6 +264,20 @@ func (s *Session) Restart(ctx context.Context, id string) error {
 		return fmt.Errorf("starting node %q: %w", id, err)
 	}
 	return nil
+}
+
+// Sync refreshes node id's catalogue (node.Syncer): a node that was not
+// running is started for it and stopped again.
+func (s *Session) Sync(ctx context.Context, id string) error {
+	e, err := s.entry(id)
+	if err != nil {
+		return err
+	}
+	sy, ok := e.n.(node.Syncer)
+	if !ok {
+		return fmt.Errorf("node %q is a %s node: only mcp nodes keep a tool catalogue to sync: %w", id, e.spec.Kind, ErrUnsupported)
+	}
+	return sy.Sync(ctx)
 }
 
 // Interrupt cancels what node id has in flight.
@@ -371,6 +392,15 @@ func (s *Session) Tool(ctx context.Context, id, tool string) (*mcp.Tool, error) 
 func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, error) {
 	tools, byName, err := s.tools(ctx, e)
 	t, ok := byName[tool]
+	if err == nil && !ok && catalogued(e.n) {
+		// The catalogue may be stale: start the node and ask its live
+		// list (the call would start it anyway).
+		if serr := e.n.Start(ctx); serr == nil {
+			s.invalidateTools(e)
+			tools, byName, err = s.tools(ctx, e)
+			t, ok = byName[tool]
+		}
+	}
 	if err != nil || !ok {
 		// A node that cannot take calls has no tools to speak of: say
 		// so, not that the tool is unknown.
@@ -429,6 +459,31 @@ func (s *Session) Toolset(ctx context.Context) *node.Toolset {
 	return s.ToolsetNow(ctx)
 }
 
+// liveUnknown turns a node's "no such tool" — a tool its stale catalogue
+// listed but its running server no longer has — into the session's
+// unknown-tool error, with did-you-mean against the live list.
+func (s *Session) liveUnknown(ctx context.Context, e *entry, tool string, err error) error {
+	if !errors.Is(err, node.ErrUnknownTool) {
+		return err
+	}
+	s.invalidateTools(e)
+	if _, terr := s.tool(ctx, e, tool); terr != nil {
+		return terr
+	}
+	return err
+}
+
+// catalogued reports whether n is a node that is not running but knows its
+// tools (node.Lazy): its tools are listed and its first call starts it.
+func catalogued(n node.Node) bool {
+	l, ok := n.(node.Lazy)
+	if !ok || !l.Catalogued() {
+		return false
+	}
+	st := n.State()
+	return st == node.Created || st == node.Stopped
+}
+
 // StartWait bounds how long a session-wide listing (Toolset) waits for
 // nodes that are starting: a client that lists right after the daemon
 // started (nerve mcp serve, nerve tools, an llm node) gets every node's
@@ -444,7 +499,7 @@ const StartWait = 30 * time.Second
 func (s *Session) WaitStarting(ctx context.Context, bound time.Duration) {
 	starting := func() bool {
 		for _, n := range s.Nodes() {
-			if st := n.State(); (st == node.Created || st == node.Starting) && n.Info().Kind == "mcp" {
+			if st := n.State(); (st == node.Starting || st == node.Created && !catalogued(n)) && n.Info().Kind == "mcp" {
 				return true
 			}
 		}
@@ -487,7 +542,7 @@ func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
 	var all []node.NodeTools
 	complete := true
 	for _, e := range entries {
-		if st := e.n.State(); st != node.Ready && st != node.Busy {
+		if st := e.n.State(); st != node.Ready && st != node.Busy && !catalogued(e.n) {
 			continue
 		}
 		tools, _, err := s.tools(ctx, e)
@@ -520,12 +575,14 @@ func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*
 		return nil, fmt.Errorf("@%s %s: %w", id, req.Tool, err)
 	}
 	if !s.hub.active() {
-		return e.n.CallTool(ctx, req)
+		res, err := e.n.CallTool(ctx, req)
+		return res, s.liveUnknown(ctx, e, req.Tool, err)
 	}
 	call := s.callSeq.Add(1)
 	start := time.Now()
 	s.hub.publish(Event{Kind: EventCallStart, Node: id, Call: call, Tool: req.Tool, Time: start})
 	res, err := e.n.CallTool(ctx, req)
+	err = s.liveUnknown(ctx, e, req.Tool, err)
 	end := Event{Kind: EventCallEnd, Node: id, Call: call, Tool: req.Tool, Duration: time.Since(start)}
 	if err != nil {
 		end.Error = err.Error()

@@ -99,6 +99,7 @@ func (n *Node) refresher(c *conn) {
 			n.log.Warn("refreshing after list_changed", zap.Error(err))
 			continue
 		}
+		n.saveCatalog()
 		if n.env.OnToolsChanged != nil {
 			n.env.OnToolsChanged()
 		}
@@ -181,7 +182,11 @@ func (n *Node) Subscribe(ctx context.Context, uri string) error {
 	if err != nil {
 		return err
 	}
-	return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		return err
+	}
+	n.subs.Add(1)
+	return nil
 }
 
 // Unsubscribe undoes Subscribe.
@@ -190,7 +195,13 @@ func (n *Node) Unsubscribe(ctx context.Context, uri string) error {
 	if err != nil {
 		return err
 	}
-	return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		return err
+	}
+	if n.subs.Add(-1) < 0 {
+		n.subs.Store(0)
+	}
+	return nil
 }
 
 // OnResourceUpdated sets the function told about notifications/resources/updated.

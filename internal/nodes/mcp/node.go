@@ -107,6 +107,12 @@ type Node struct {
 	restartDone   chan struct{}
 	restarts      int
 	failStreak    int
+	catalogued    bool      // the lists come from (or were saved to) catalog.json
+	catalogSaved  time.Time // when the catalogue was written
+	catalogMu     sync.Mutex
+	idleMu        sync.Mutex
+	idleTimer     *time.Timer
+	subs          atomic.Int32 // resource subscriptions held
 	onUpdated     func(uri string)
 
 	// callsMu guards calls.
@@ -132,8 +138,14 @@ func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 	default:
 		return nil, fmt.Errorf("mcp node %q: unknown restart policy %q: use %q, or leave it out for none", spec.ID, opts.Restart, RestartOnFailure)
 	}
+	switch opts.Start {
+	case "", "eager", "lazy":
+	default:
+		return nil, fmt.Errorf("mcp node %q: unknown start policy %q: use eager or lazy", spec.ID, opts.Start)
+	}
 	n := &Node{server: srv, opts: opts, env: env, log: env.Log(), cfg: cfg, calls: map[string]*call{}}
 	n.Init(spec, env)
+	n.loadCatalog()
 	return n, nil
 }
 
@@ -310,6 +322,7 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 	n.conn = c
 	n.initResult = cs.InitializeResult()
 	n.mu.Unlock()
+	n.saveCatalog()
 	return c, nil
 }
 
@@ -448,6 +461,7 @@ func (n *Node) watch(c *conn) {
 // Stop closes the connection and ends the server. It is the way out of
 // ERROR; a pending automatic restart is cancelled.
 func (n *Node) Stop(ctx context.Context) error {
+	n.stopIdleClock()
 	n.mu.Lock()
 	n.wantRunning = false
 	cancel, done := n.restartCancel, n.restartDone
@@ -576,6 +590,11 @@ func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if n.conn == nil {
+		// Not running: a catalogued node answers from its catalogue
+		// (unless it failed: then it says why).
+		if st := n.State(); n.catalogued && (st == node.Created || st == node.Stopped) {
+			return n.tools, nil
+		}
 		return nil, n.notReady()
 	}
 	return n.tools, nil
@@ -615,6 +634,15 @@ func (n *Node) Info() node.Info {
 		if r.Instructions != "" {
 			d["instructions"] = r.Instructions
 		}
+	}
+	if n.catalogued {
+		d["catalogue"] = n.catalogSaved.Format(time.RFC3339)
+		if n.conn == nil {
+			d["cached"] = true // the lists shown come from the catalogue
+		}
+	}
+	if st := n.State(); (st == node.Created || st == node.Stopped) && n.startsLazilyLocked() {
+		d["lazy"] = true
 	}
 	d["resources"] = len(n.resources)
 	d["resource_templates"] = len(n.templates)
