@@ -302,7 +302,10 @@ func (s *Server) nodeUp(ctx context.Context, id string) bool {
 	}
 	for _, in := range infos {
 		if in.ID == id {
-			return in.State == node.Ready || in.State == node.Busy
+			// A lazy node knows its tools (catalogue); its first call
+			// starts it.
+			lazy, _ := in.Details["lazy"].(bool)
+			return in.State == node.Ready || in.State == node.Busy || lazy
 		}
 	}
 	return false

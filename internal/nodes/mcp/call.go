@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -178,10 +180,10 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		return nil, context.Cause(cctx)
 	}
 	if c.proc == nil {
-		if errors.Is(err, syscall.ECONNREFUSED) {
+		if down := serverDown(err); down != "" {
 			// The server is down. The node is ERROR until it comes back;
 			// the next call reconnects.
-			msg := fmt.Sprintf("connection refused at %s: is the server running? (the next call reconnects)", n.server.URL)
+			msg := fmt.Sprintf("%s at %s: is the server running? (the next call reconnects)", down, n.server.URL)
 			c.broken.Store(true)
 			if n.Machine.ToIf(node.Error, msg, node.Ready, node.Busy) == nil {
 				n.scheduleRestart(c)
@@ -279,4 +281,22 @@ func (n *Node) logMessage(p *mcp.LoggingMessageParams) {
 	for _, r := range observers {
 		r.Emit(ev)
 	}
+}
+
+// serverDown says how an HTTP request found the server gone — "connection
+// refused", or the connection reset or closed by a server that is dying —
+// or "" when err is something else.
+func serverDown(err error) string {
+	var op *net.OpError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "the connection was reset"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the server closed the connection"
+	case errors.As(err, &op):
+		return "the connection failed (" + op.Err.Error() + ")"
+	}
+	return ""
 }
