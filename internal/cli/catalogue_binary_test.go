@@ -231,3 +231,24 @@ func TestBinaryStaleCatalogue(t *testing.T) {
 		t.Errorf("a tool only the server has: %q", out)
 	}
 }
+
+// TestBinaryGraphStartsLazyNode: a graph step that calls a lazy node (not
+// running, tools from its catalogue) starts it like any other call.
+func TestBinaryGraphStartsLazyNode(t *testing.T) {
+	n := newRealNerve(t)
+	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	n.Must("node", "add", "mcp", "fx", "--", server)
+	def := filepath.Join(n.home, "g.yaml")
+	os.WriteFile(def, []byte("steps:\n  say: {call: fx.echo, args: {text: from the graph}}\n"), 0o600)
+	n.Must("graph", "add", "g", "--from", def)
+	n.Must("daemon", "stop")
+	if ls := n.Must("node", "ls"); !regexp.MustCompile(`(?m)^fx\s+mcp\s+CREATED`).MatchString(ls) {
+		t.Fatalf("fx is not lazy after the restart:\n%s", ls)
+	}
+	if out := n.Must("call", "@g", "run"); out != "from the graph\n" {
+		t.Errorf("graph calling a lazy node: %q", out)
+	}
+	if ls := n.Must("node", "ls"); !regexp.MustCompile(`(?m)^fx\s+mcp\s+READY`).MatchString(ls) {
+		t.Errorf("fx did not start for the graph's call:\n%s", ls)
+	}
+}

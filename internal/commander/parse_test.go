@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestParse(t *testing.T) {
@@ -191,5 +193,15 @@ func TestParse(t *testing.T) {
 				t.Errorf("Input = %q", ln.Input)
 			}
 		})
+	}
+}
+
+// TestControlParameterIsNotFreeText: a graph with no inputs has only the
+// optional _resume; `@g run` runs it rather than resuming a run called "run".
+func TestControlParameterIsNotFreeText(t *testing.T) {
+	tool := &mcp.Tool{Name: "run", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"_resume": map[string]any{"type": "string"}}}}
+	ln, err := Parse("@g run", NewIndex(map[string][]*mcp.Tool{"g": {tool}}), nil)
+	if err != nil || ln.Kind != Call || string(ln.Args) != "{}" {
+		t.Fatalf("@g run = %+v, %v; want a call with {}", ln, err)
 	}
 }

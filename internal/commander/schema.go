@@ -297,6 +297,9 @@ func rawParam(t *mcp.Tool) string {
 	props, _ := s["properties"].(map[string]any)
 	found := ""
 	for name, p := range props {
+		if strings.HasPrefix(name, "_") {
+			continue // a control parameter (a graph's _resume), never free text
+		}
 		pm, _ := p.(map[string]any)
 		if isStringy(types(s, resolve(s, pm))) {
 			if found != "" {
