@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -85,7 +84,6 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 	}
 	cs := &callStream{w: w}
 	ctx := r.Context()
-	waitStarted(ctx, s, id)
 
 	// Tell the caller if the node fails or stops during the call.
 	h := d.held(sessName)
@@ -110,43 +108,6 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 	if d.calls != nil {
 		if lerr := d.calls.record(sessName, id, req.Tool, req.Arguments, start, res, err); lerr != nil {
 			d.log.Warn("writing the call log", zap.Error(lerr))
-		}
-	}
-}
-
-// maxStartWait bounds how long a call waits for its node to finish
-// starting.
-const maxStartWait = 2 * time.Minute
-
-// waitStarted waits while node id is CREATED or STARTING (a daemon that
-// just restored its sessions answers at once and starts nodes in the
-// background): a call made meanwhile runs when the node is up instead of
-// failing with "not ready".
-func waitStarted(ctx context.Context, s *session.Session, id string) {
-	n, err := s.Node(id)
-	if err != nil {
-		return
-	}
-	lazy := false
-	if l, ok := n.(node.Lazy); ok && l.Catalogued() {
-		lazy = true // a catalogued node not running starts in its call
-	}
-	starting := func() bool { st := n.State(); return st == node.Starting || st == node.Created && !lazy }
-	if !starting() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, maxStartWait)
-	defer cancel()
-	sub := s.Subscribe(16)
-	defer sub.Close()
-	for starting() {
-		select {
-		case _, ok := <-sub.C:
-			if !ok {
-				return
-			}
-		case <-ctx.Done():
-			return
 		}
 	}
 }

@@ -36,16 +36,20 @@ type resetter interface {
 	Reset(ctx context.Context) error
 }
 
-// nodeOf returns the request's session and node, once the node has
-// finished starting.
-func (d *Daemon) nodeOf(r *http.Request) (*session.Session, node.Node, error) {
+// nodeOf returns the request's session and node by the session's waiting
+// rule: with start, once the node can serve (a lazy node is started);
+// without, once it is settled (a lazy node answers from its catalogue).
+func (d *Daemon) nodeOf(r *http.Request, start bool) (*session.Session, node.Node, error) {
 	s, err := d.sessionOf(r, false)
 	if err != nil {
 		return nil, nil, err
 	}
 	id := r.PathValue("node")
-	waitStarted(r.Context(), s, id)
-	n, err := s.Node(id)
+	wait := s.Settled
+	if start {
+		wait = s.Ready
+	}
+	n, err := wait(r.Context(), id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -54,8 +58,9 @@ func (d *Daemon) nodeOf(r *http.Request) (*session.Session, node.Node, error) {
 
 // resourceNodeOf returns the request's node as an mcp node; what names the
 // feature asked for ("resources", "prompts") in the error for another kind.
-func (d *Daemon) resourceNodeOf(r *http.Request, what string) (resourceNode, error) {
-	_, n, err := d.nodeOf(r)
+// start: the request needs the server (a read, a prompt), not a listing.
+func (d *Daemon) resourceNodeOf(r *http.Request, what string, start bool) (resourceNode, error) {
+	_, n, err := d.nodeOf(r, start)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +82,7 @@ func writeNodeErr(w http.ResponseWriter, err error) {
 }
 
 func (d *Daemon) handleResources(w http.ResponseWriter, r *http.Request) {
-	rn, err := d.resourceNodeOf(r, "resources")
+	rn, err := d.resourceNodeOf(r, "resources", false)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -102,7 +107,7 @@ func (d *Daemon) handleReadResource(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, badRequest(errors.New("reading a resource needs its uri (list them with `nerve resources NODE`)")))
 		return
 	}
-	rn, err := d.resourceNodeOf(r, "resources")
+	rn, err := d.resourceNodeOf(r, "resources", true)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -116,7 +121,7 @@ func (d *Daemon) handleReadResource(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handlePrompts(w http.ResponseWriter, r *http.Request) {
-	rn, err := d.resourceNodeOf(r, "prompts")
+	rn, err := d.resourceNodeOf(r, "prompts", false)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -138,7 +143,7 @@ func (d *Daemon) handleGetPrompt(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, badRequest(errors.New("getting a prompt needs its name (list them with `nerve prompts NODE`)")))
 		return
 	}
-	rn, err := d.resourceNodeOf(r, "prompts")
+	rn, err := d.resourceNodeOf(r, "prompts", true)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -152,7 +157,7 @@ func (d *Daemon) handleGetPrompt(w http.ResponseWriter, r *http.Request) {
 }
 
 func (d *Daemon) handleReset(w http.ResponseWriter, r *http.Request) {
-	s, n, err := d.nodeOf(r)
+	s, n, err := d.nodeOf(r, true)
 	if err != nil {
 		writeErr(w, err)
 		return

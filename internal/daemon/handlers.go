@@ -350,7 +350,10 @@ func (d *Daemon) handleSync(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("node")
-	waitStarted(r.Context(), s, id)
+	if _, err := s.Settled(r.Context(), id); err != nil {
+		writeErr(w, err)
+		return
+	}
 	if err := s.Sync(r.Context(), id); err != nil {
 		status, e := apiError(err)
 		if status == http.StatusInternalServerError {
@@ -373,7 +376,6 @@ func (d *Daemon) handleTools(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	waitStarted(r.Context(), s, r.PathValue("node"))
 	tools, err := s.Tools(r.Context(), r.PathValue("node"))
 	if err != nil {
 		status, e := apiError(err)

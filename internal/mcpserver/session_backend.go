@@ -87,15 +87,37 @@ func (w *sessionWatch) Next(ctx context.Context) (session.Event, error) {
 
 func (w *sessionWatch) Close() error { w.sub.Close(); return nil }
 
-// features returns node id as an mcp node.
+// features returns node id as an mcp node, as it is (its lists may come
+// from its catalogue).
 func (b *SessionBackend) features(nodeID string) (mcpFeatures, error) {
 	n, err := b.s.Node(nodeID)
 	if err != nil {
 		return nil, err
 	}
+	return asFeatures(n)
+}
+
+// running returns node id as an mcp node once it can serve a request that
+// needs its server, by the session's waiting rule: a lazy node is started,
+// one that is starting is waited for.
+func (b *SessionBackend) running(ctx context.Context, nodeID string) (mcpFeatures, error) {
+	n, err := b.s.Node(nodeID)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := asFeatures(n); err != nil {
+		return nil, err
+	}
+	if _, err := b.s.Ready(ctx, nodeID); err != nil {
+		return nil, err
+	}
+	return asFeatures(n)
+}
+
+func asFeatures(n node.Node) (mcpFeatures, error) {
 	f, ok := n.(mcpFeatures)
 	if !ok {
-		return nil, fmt.Errorf("%w: node %q is a %s node", ErrNoFeatures, nodeID, n.Kind())
+		return nil, fmt.Errorf("%w: node %q is a %s node", ErrNoFeatures, n.ID(), n.Kind())
 	}
 	return f, nil
 }
@@ -116,7 +138,7 @@ func (b *SessionBackend) Features(ctx context.Context, nodeID string) (*Features
 }
 
 func (b *SessionBackend) ReadResource(ctx context.Context, nodeID, uri string) (*mcp.ReadResourceResult, error) {
-	f, err := b.features(nodeID)
+	f, err := b.running(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +146,7 @@ func (b *SessionBackend) ReadResource(ctx context.Context, nodeID, uri string) (
 }
 
 func (b *SessionBackend) GetPrompt(ctx context.Context, nodeID, name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	f, err := b.features(nodeID)
+	f, err := b.running(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +154,7 @@ func (b *SessionBackend) GetPrompt(ctx context.Context, nodeID, name string, arg
 }
 
 func (b *SessionBackend) Complete(ctx context.Context, nodeID string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	f, err := b.features(nodeID)
+	f, err := b.running(ctx, nodeID)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +162,7 @@ func (b *SessionBackend) Complete(ctx context.Context, nodeID string, params *mc
 }
 
 func (b *SessionBackend) Subscribe(ctx context.Context, nodeID, uri string) error {
-	f, err := b.features(nodeID)
+	f, err := b.running(ctx, nodeID)
 	if err != nil {
 		return err
 	}
@@ -155,6 +177,8 @@ func (b *SessionBackend) Unsubscribe(ctx context.Context, nodeID, uri string) er
 	return f.Unsubscribe(ctx, uri)
 }
 
+// SetLoggingLevel passes a level to a node that is running; it starts no
+// lazy node (a client sets a level right after it connects).
 func (b *SessionBackend) SetLoggingLevel(ctx context.Context, nodeID, level string) error {
 	f, err := b.features(nodeID)
 	if err != nil {

@@ -50,6 +50,11 @@ type Session struct {
 	callSeq  atomic.Uint64
 	closed   atomic.Bool
 	saveMu   sync.Mutex // serialises Save calls
+	// startsMu guards starts and startsDone: the starts requests
+	// launched (launchStart), which Close waits for.
+	startsMu   sync.Mutex
+	starts     sync.WaitGroup
+	startsDone bool
 	toolsets atomic.Pointer[node.Toolset]
 	extraEnv func() ([]string, string)
 
@@ -74,6 +79,23 @@ type entry struct {
 	valid   bool
 
 	client entryEnv // the environment of the client that added it
+
+	// watch wakes requests waiting for the node's state to change.
+	watch stateWatch
+	// pending: the session is about to start the node (add, restore); a
+	// request that finds it CREATED waits instead of failing.
+	pending atomic.Bool
+	// startMu guards the start a request launched (launchStart).
+	startMu  sync.Mutex
+	starting bool
+	startErr error
+}
+
+// setPending marks whether the session is about to start e's node, and
+// wakes the requests that wait on it.
+func (e *entry) setPending(v bool) {
+	e.pending.Store(v)
+	e.watch.notify()
 }
 
 // New returns an empty session named name whose nodes are built by reg.
@@ -120,14 +142,15 @@ func (s *Session) SubscribeFiltered(buf int, filter func(*Event) bool) *Subscrip
 // fails stays in the session in ERROR (so its reason can be read and it can
 // be restarted), and Add returns it together with the start error.
 func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Node, error) {
-	n, err := s.Register(spec)
+	e, err := s.register(spec, true)
 	if err != nil {
 		return nil, err
 	}
-	if e, err := s.entry(spec.ID); err == nil {
-		e.client.set(clientEnv(ctx))
-	}
-	if err := n.Start(ctx); err != nil {
+	e.client.set(clientEnv(ctx))
+	n := e.n
+	err = n.Start(ctx)
+	e.setPending(false)
+	if err != nil {
 		return n, fmt.Errorf("starting node %q: %w", spec.ID, err)
 	}
 	return n, nil
@@ -135,6 +158,16 @@ func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Node, error) {
 
 // Register builds a node from spec and adds it without starting it.
 func (s *Session) Register(spec node.Spec) (node.Node, error) {
+	e, err := s.register(spec, false)
+	if err != nil {
+		return nil, err
+	}
+	return e.n, nil
+}
+
+// register builds and adds a node; pending says the caller starts it
+// right after (requests that find it CREATED wait for that start).
+func (s *Session) register(spec node.Spec, pending bool) (*entry, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
@@ -143,6 +176,7 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 	}
 	spec = spec.Clone()
 	e := &entry{spec: spec}
+	e.pending.Store(pending)
 	id := spec.ID
 	env := node.Env{
 		Session: s.name,
@@ -151,6 +185,9 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 			// READY after BUSY is the end of a call: the tools are the same.
 			if (to == node.Ready && from != node.Busy) || to == node.Stopped || to == node.Error {
 				s.invalidateTools(e)
+			}
+			if from != node.Busy || to != node.Ready {
+				e.watch.notify()
 			}
 			s.hub.publish(stateEvent(id, from, to, reason))
 		},
@@ -191,7 +228,7 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 	if err := s.persist(); err != nil {
 		s.log.Error("saving specs", zap.Error(err))
 	}
-	return n, nil
+	return e, nil
 }
 
 // Restore registers every spec and starts all the nodes in parallel. A node
@@ -199,23 +236,25 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 // that fails to start stays in ERROR. It returns when every start is done.
 func (s *Session) Restore(ctx context.Context, specs []node.Spec) error {
 	var errs []error
-	var started []node.Node
+	var started []*entry
 	for _, spec := range specs {
-		n, err := s.Register(spec)
+		e, err := s.register(spec, true)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		started = append(started, n)
+		if l, ok := e.n.(node.Lazy); ok && l.StartsLazily() {
+			e.setPending(false) // it knows its tools; its first call starts it
+			continue
+		}
+		started = append(started, e)
 	}
 	var wg sync.WaitGroup
-	for _, n := range started {
-		if l, ok := n.(node.Lazy); ok && l.StartsLazily() {
-			continue // it knows its tools; its first call starts it
-		}
+	for _, e := range started {
 		wg.Go(func() {
-			if err := n.Start(ctx); err != nil {
-				s.log.Warn("node did not come back", zap.String("node", n.ID()), zap.Error(err))
+			defer e.setPending(false)
+			if err := e.n.Start(ctx); err != nil {
+				s.log.Warn("node did not come back", zap.String("node", e.n.ID()), zap.Error(err))
 			}
 		})
 	}
@@ -376,6 +415,9 @@ func (s *Session) Tools(ctx context.Context, id string) ([]*mcp.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.await(ctx, e, false); err != nil {
+		return nil, err
+	}
 	tools, _, err := s.tools(ctx, e)
 	return tools, err
 }
@@ -390,12 +432,17 @@ func (s *Session) Tool(ctx context.Context, id, tool string) (*mcp.Tool, error) 
 }
 
 func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, error) {
+	// A node that is starting or stopping is waited for; a lazy one is
+	// not started yet: its catalogue knows its tools.
+	if err := s.await(ctx, e, false); err != nil {
+		return nil, err
+	}
 	tools, byName, err := s.tools(ctx, e)
 	t, ok := byName[tool]
 	if err == nil && !ok && catalogued(e.n) {
 		// The catalogue may be stale: start the node and ask its live
 		// list (the call would start it anyway).
-		if serr := e.n.Start(ctx); serr == nil {
+		if serr := s.await(ctx, e, true); serr == nil {
 			s.invalidateTools(e)
 			tools, byName, err = s.tools(ctx, e)
 			t, ok = byName[tool]
@@ -404,7 +451,7 @@ func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, e
 	if err != nil || !ok {
 		// A node that cannot take calls has no tools to speak of: say
 		// so, not that the tool is unknown.
-		if st := e.n.State(); st != node.Ready && st != node.Busy && st != node.Starting {
+		if st := e.n.State(); st != node.Ready && st != node.Busy && !catalogued(e.n) {
 			return nil, node.NotReady(e.n.ID(), st, e.n.Info().Error)
 		}
 	}
@@ -491,42 +538,6 @@ func catalogued(n node.Node) bool {
 // announced as a change of the tool list.
 const StartWait = 30 * time.Second
 
-// WaitStarting waits until no MCP server node (kind "mcp") is CREATED or
-// STARTING, for at most bound (or until ctx ends). Only servers: they are
-// what is slow to start, and a node of another kind may be starting
-// because it waits on this very listing (a Claude node listing the
-// session's tools through nerve's MCP endpoint).
-func (s *Session) WaitStarting(ctx context.Context, bound time.Duration) {
-	starting := func() bool {
-		for _, n := range s.Nodes() {
-			if st := n.State(); (st == node.Starting || st == node.Created && !catalogued(n)) && n.Info().Kind == "mcp" {
-				return true
-			}
-		}
-		return false
-	}
-	if !starting() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	sub := s.Subscribe(16)
-	defer sub.Close()
-	tick := time.NewTicker(250 * time.Millisecond) // a missed event costs at most this
-	defer tick.Stop()
-	for starting() {
-		select {
-		case _, ok := <-sub.C:
-			if !ok {
-				return
-			}
-		case <-tick.C:
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
 // ToolsetNow is Toolset without waiting for nodes that are starting: what
 // can be called right now.
 func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
@@ -574,15 +585,17 @@ func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*
 	if err := node.ValidateArguments(t, req.Arguments); err != nil {
 		return nil, fmt.Errorf("@%s %s: %w", id, req.Tool, err)
 	}
+	// Starts a lazy node; waits for one that is starting or stopping.
+	if err := s.await(ctx, e, true); err != nil {
+		return nil, err
+	}
 	if !s.hub.active() {
-		res, err := e.n.CallTool(ctx, req)
-		return res, s.liveUnknown(ctx, e, req.Tool, err)
+		return s.callNode(ctx, e, req)
 	}
 	call := s.callSeq.Add(1)
 	start := time.Now()
 	s.hub.publish(Event{Kind: EventCallStart, Node: id, Call: call, Tool: req.Tool, Time: start})
-	res, err := e.n.CallTool(ctx, req)
-	err = s.liveUnknown(ctx, e, req.Tool, err)
+	res, err := s.callNode(ctx, e, req)
 	end := Event{Kind: EventCallEnd, Node: id, Call: call, Tool: req.Tool, Duration: time.Since(start)}
 	if err != nil {
 		end.Error = err.Error()
@@ -591,6 +604,22 @@ func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*
 	}
 	s.hub.publish(end)
 	return res, err
+}
+
+// callNode calls the node, which the waiting rule found able to serve. A
+// lazy node stopped for being idle just then (it stops only with no call
+// in flight) is started again and called once more.
+func (s *Session) callNode(ctx context.Context, e *entry, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	res, err := e.n.CallTool(ctx, req)
+	if errors.Is(err, node.ErrNotReady) {
+		if st := e.n.State(); st == node.Stopping || catalogued(e.n) {
+			if werr := s.await(ctx, e, true); werr != nil {
+				return nil, werr
+			}
+			res, err = e.n.CallTool(ctx, req)
+		}
+	}
+	return res, s.liveUnknown(ctx, e, req.Tool, err)
 }
 
 // CallTool calls a tool by qualified ("node.tool") or LLM-safe name; it
@@ -619,8 +648,11 @@ func (s *Session) Close(ctx context.Context) error {
 			}
 		})
 	}
+	s.startsMu.Lock()
+	s.startsDone = true // no start is launched after this
+	s.startsMu.Unlock()
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { wg.Wait(); s.starts.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
@@ -651,8 +683,9 @@ func (s *Session) saveState(id string, state json.RawMessage) error {
 	s.mu.Lock()
 	e, ok := s.nodes[id]
 	if !ok {
+		err := s.notFoundLocked(id)
 		s.mu.Unlock()
-		return s.notFoundLocked(id)
+		return err
 	}
 	e.spec.State = append(json.RawMessage(nil), state...)
 	s.mu.Unlock()

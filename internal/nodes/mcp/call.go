@@ -42,25 +42,15 @@ type call struct {
 // server told so) when ctx ends, on Interrupt, after the node's timeout
 // without progress, or at the absolute cap. None of these puts the node in
 // ERROR; a connection lost mid-call does, and the call's error says why.
+//
+// A node that is not running fails with node.ErrNotReady: starting a lazy
+// node for its call, and waiting for one that is starting, is the
+// session's rule (pkg/session, Session.Ready), which every path shares.
 func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallToolResult, error) {
-	if err := n.ensureStarted(ctx); err != nil {
-		return nil, err
-	}
 	if err := n.revive(ctx); err != nil {
 		return nil, err
 	}
 	res, err := n.callOnce(ctx, req)
-	if errors.Is(err, node.ErrNotReady) && n.Catalogued() {
-		// The idle clock stopped the server as this call began: start it
-		// again and make the call.
-		if st := n.State(); st == node.Stopping || st == node.Stopped {
-			n.lifeMu.Lock()
-			n.lifeMu.Unlock() // wait for the stop to finish
-			if serr := n.ensureStarted(ctx); serr == nil {
-				res, err = n.callOnce(ctx, req)
-			}
-		}
-	}
 	if errors.Is(err, errSessionGone) {
 		// The server forgot the session (it restarted) and refused the
 		// call without running it: reconnect and send it once more.

@@ -1,9 +1,7 @@
 package mcpnode
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"time"
@@ -138,28 +136,6 @@ func (n *Node) startsLazilyLocked() bool {
 		return n.catalogued
 	}
 	return n.server.Transport == "stdio" && n.catalogued
-}
-
-// ensureStarted starts a catalogued node that is not running (its first
-// call after a lazy restore, or after an idle stop). Concurrent first calls
-// start it once: the second finds it READY.
-func (n *Node) ensureStarted(ctx context.Context) error {
-	st := n.State()
-	if (st != node.Created && st != node.Stopped) || !n.Catalogued() {
-		return nil
-	}
-	n.lifeMu.Lock()
-	defer n.lifeMu.Unlock()
-	if st := n.State(); st != node.Created && st != node.Stopped {
-		return nil
-	}
-	n.mu.Lock()
-	n.wantRunning = true
-	n.mu.Unlock()
-	if err := n.startLocked(ctx); err != nil {
-		return fmt.Errorf("starting node %q for its call: %w", n.ID(), err)
-	}
-	return nil
 }
 
 var _ node.Lazy = (*Node)(nil)

@@ -87,12 +87,18 @@ type Node struct {
 	log    *zap.Logger
 	cfg    config
 
+	// Lock order: lifeMu, then mu; callsMu, catalogMu and idleMu are
+	// never held while taking another. lifeMu is held for a whole start
+	// or stop; Stop cancels a start in progress (startCancel, under mu)
+	// before it waits for lifeMu, so a hanging connect cannot hold it up.
+
 	// lifeMu serialises start, stop and restart, and guards oauth.
 	lifeMu sync.Mutex
 	oauth  auth.OAuthHandler // http only; made on first connect
 
 	// mu guards the fields below.
 	mu            sync.RWMutex
+	startCancel   context.CancelCauseFunc // ends the start in progress
 	conn          *conn
 	tools         []*mcp.Tool
 	toolIndex     map[string]*mcp.Tool
@@ -201,12 +207,32 @@ func (n *Node) Start(ctx context.Context) error {
 	return n.startLocked(ctx)
 }
 
+// errStoppedDuringStart ends a start that Stop interrupted.
+var errStoppedDuringStart = errors.New("the node was stopped while it started")
+
 func (n *Node) startLocked(ctx context.Context) error {
 	if err := n.Machine.ToIf(node.Starting, "", node.Created, node.Stopped); err != nil {
 		return fmt.Errorf("starting node %q: %w", n.ID(), err)
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	n.mu.Lock()
+	n.startCancel = cancel
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		n.startCancel = nil
+		n.mu.Unlock()
+		cancel(nil)
+	}()
 	c, err := n.connect(ctx)
 	if err != nil {
+		if errors.Is(context.Cause(ctx), errStoppedDuringStart) {
+			// Not a fault: the person stopped it. It ends STOPPED.
+			if n.Machine.ToIf(node.Stopping, "", node.Starting) == nil {
+				n.Machine.To(node.Stopped, "")
+			}
+			return fmt.Errorf("starting node %q: %w", n.ID(), errStoppedDuringStart)
+		}
 		n.Machine.To(node.Error, err.Error())
 		return err
 	}
@@ -465,6 +491,9 @@ func (n *Node) Stop(ctx context.Context) error {
 	n.mu.Lock()
 	n.wantRunning = false
 	cancel, done := n.restartCancel, n.restartDone
+	if n.startCancel != nil {
+		n.startCancel(errStoppedDuringStart)
+	}
 	n.mu.Unlock()
 	if cancel != nil {
 		cancel()
