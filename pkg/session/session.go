@@ -55,8 +55,8 @@ type Session struct {
 	startsMu   sync.Mutex
 	starts     sync.WaitGroup
 	startsDone bool
-	toolsets atomic.Pointer[node.Toolset]
-	extraEnv func() ([]string, string)
+	toolsets   atomic.Pointer[node.Toolset]
+	extraEnv   func() ([]string, string)
 
 	settingsMu sync.Mutex
 	settings   Settings
