@@ -19,22 +19,24 @@ func TestREPLRestartsStoppedDaemon(t *testing.T) {
 
 	// A node in ERROR: the message says so, in the REPL's syntax.
 	term.Line("@sh exit 3")
-	term.WaitFor("exited with status 3", 10*time.Second)
+	term.WaitForAfter("@sh exit 3", "exited with status 3", 10*time.Second)
 	term.Line("@sh echo hi")
-	s := term.WaitFor("`:node restart sh`", 10*time.Second)
+	s := term.WaitForAfter("@sh echo hi", "`:node restart sh`", 10*time.Second)
 	if !strings.Contains(s, `node "sh" is ERROR`) || strings.Contains(s, "nerve node restart") || strings.Contains(s, "no such tool") {
 		t.Errorf("a call to a node in ERROR:\n%s", s)
 	}
 	term.Line(":node restart sh")
-	term.WaitFor("READY", 10*time.Second)
+	term.WaitForAfter(":node restart sh", "READY", 10*time.Second)
 
 	stopDaemon(t, home)
+	// The wait looks past the typed line: its echo holds the text too
+	// (this test passed before the answer came, and failed 1 in 3).
 	term.Line("@sh echo back again")
-	s = term.WaitFor("back again\n", 30*time.Second)
+	s = term.WaitForAfter("@sh echo back again", "back again\n", 30*time.Second)
 	if !strings.Contains(s, "the daemon had stopped; started it again") {
 		t.Errorf("no notice that the daemon was started again:\n%s", s)
 	}
 	// And it keeps working.
 	term.Line("@sh echo once more")
-	term.WaitFor("once more\n", 10*time.Second)
+	term.WaitForAfter("@sh echo once more", "once more\n", 10*time.Second)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/logging"
+	"github.com/nerve-dev/nerve/internal/paths"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -51,13 +52,14 @@ func (e *Env) Connect(ctx context.Context) (*client.Client, error) {
 	return c, nil
 }
 
-func (e *Env) newClient(socket string, dial func(context.Context) (net.Conn, error)) *client.Client {
+func (e *Env) newClient(socket string, dial func(context.Context) (net.Conn, error), revive func(context.Context) error) *client.Client {
 	opts := client.Options{
 		Socket:  socket,
 		Version: Version(),
 		OnVersionMismatch: func(v string) {
 			fmt.Fprintf(e.Stderr, "nerve: warning: the daemon is version %s and this nerve is %s; restart it with `nerve daemon stop` (the next command starts this version)\n", v, Version())
 		},
+		Revive: revive,
 	}
 	if dial != nil {
 		opts.Dial = dial
@@ -90,25 +92,44 @@ func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
 	}
 	e.conn.embedded = emb
 	e.conn.closeLog = closeLog
-	return e.newClient("", emb.Dial), nil
+	return e.newClient("", emb.Dial, nil), nil
 }
 
 // connectDaemon returns a client of the daemon on the socket. With start,
-// a daemon that does not answer is started (detached) and waited for;
-// started says whether this call started it.
+// a daemon that does not answer is started (detached) and waited for, and
+// the client starts it again if it stops between two requests of this
+// command (a `nerve daemon stop` racing it); started says whether this
+// call started it.
 func (e *Env) connectDaemon(ctx context.Context, start bool) (c *client.Client, started bool, err error) {
 	p, err := e.paths()
 	if err != nil {
 		return nil, false, err
 	}
-	c = e.newClient(p.Socket, nil)
-	_, err = c.Version(ctx)
-	if err == nil || !errors.Is(err, client.ErrDaemonUnavailable) || !start {
-		return c, false, err
+	probe := e.newClient(p.Socket, nil, nil)
+	_, err = probe.Version(ctx)
+	if !start {
+		return probe, false, err
 	}
+	if err != nil {
+		if !errors.Is(err, client.ErrDaemonUnavailable) {
+			return probe, false, err
+		}
+		if err := e.startDaemon(ctx, p, probe); err != nil {
+			return nil, false, err
+		}
+		started = true
+	}
+	probe.Close()
+	revive := func(ctx context.Context) error { return e.startDaemon(ctx, p, probe) }
+	return e.newClient(p.Socket, nil, revive), started, nil
+}
+
+// startDaemon starts the daemon (detached) and waits until it answers on
+// probe. Two commands may do it at once: the daemon's lock lets one run.
+func (e *Env) startDaemon(ctx context.Context, p paths.Paths, probe *client.Client) error {
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, false, fmt.Errorf("finding this program to start the daemon: %w; start it yourself with `nerve daemon start --foreground`", err)
+		return fmt.Errorf("finding this program to start the daemon: %w; start it yourself with `nerve daemon start --foreground`", err)
 	}
 	spawnEnv := os.Environ()
 	if e.conn != nil && e.conn.loginPath {
@@ -116,14 +137,14 @@ func (e *Env) connectDaemon(ctx context.Context, start bool) (c *client.Client, 
 	}
 	proc, err := daemon.Spawn(exe, p, spawnEnv)
 	if err != nil {
-		return nil, false, err
+		return err
 	}
 	exited := make(chan struct{})
 	go func() { _, _ = proc.Wait(); close(exited) }()
-	if err := waitReady(ctx, c, exited); err != nil {
-		return nil, false, fmt.Errorf("%w; see the log: %s%s", err, p.Log, logTail(p.Log, 5))
+	if err := waitReady(ctx, probe, exited); err != nil {
+		return fmt.Errorf("%w; see the log: %s%s", err, p.Log, logTail(p.Log, 5))
 	}
-	return c, true, nil
+	return nil
 }
 
 // waitReady polls the socket until the daemon answers. A daemon that exits

@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -41,7 +42,20 @@ type Options struct {
 	// or restart a node (api.HeaderClientEnv): ${VAR} in the node's spec
 	// resolves against it first.
 	Environ func() []string
+	// Revive, if set, is called when a request could not reach the daemon
+	// at all (its socket refused the connection or is gone: nothing was
+	// sent), as when the daemon stopped between two requests of one
+	// command. When it returns nil (a daemon answers again) the request is
+	// sent once more.
+	Revive func(ctx context.Context) error
 }
+
+// dialError marks a failure to connect: the request was never sent, so
+// sending it again cannot run anything twice.
+type dialError struct{ err error }
+
+func (e *dialError) Error() string { return e.err.Error() }
+func (e *dialError) Unwrap() error { return e.err }
 
 // Client talks to one daemon. It is safe for concurrent use.
 type Client struct {
@@ -64,7 +78,13 @@ func New(opts Options) *Client {
 		}
 	}
 	tr := &http.Transport{
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			conn, err := dial(ctx)
+			if err != nil {
+				return nil, &dialError{err}
+			}
+			return conn, nil
+		},
 		MaxIdleConns:        64,
 		MaxIdleConnsPerHost: 64,
 		DisableCompression:  true,
@@ -82,19 +102,46 @@ func (c *Client) Close() error {
 // send makes a request and returns the response when its status is 2xx;
 // any other answer becomes an *Error.
 func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
-	var rd io.Reader
+	var data []byte
 	if body != nil {
-		data, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
 			return nil, fmt.Errorf("encoding the request: %w", err)
 		}
+	}
+	resp, err := c.sendOnce(ctx, method, path, body != nil, data)
+	if err != nil && c.opts.Revive != nil && unsent(method, err) && ctx.Err() == nil {
+		if rerr := c.opts.Revive(ctx); rerr != nil {
+			return nil, rerr
+		}
+		resp, err = c.sendOnce(ctx, method, path, body != nil, data)
+	}
+	return resp, err
+}
+
+// unsent reports whether a request that failed with err may be sent again
+// without running anything twice: it never reached the daemon (the
+// connection was refused), or it only reads (GET) and its connection was
+// dropped before an answer — a daemon that stops closes the connections
+// still waiting in its socket's queue.
+func unsent(method string, err error) bool {
+	var de *dialError
+	if errors.As(err, &de) {
+		return true
+	}
+	return method == http.MethodGet && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET))
+}
+
+func (c *Client) sendOnce(ctx context.Context, method, path string, hasBody bool, data []byte) (*http.Response, error) {
+	var rd io.Reader
+	if hasBody {
 		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
+	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.opts.Environ != nil && method == http.MethodPost && (strings.HasSuffix(path, "/nodes") || strings.HasSuffix(path, "/restart")) {
@@ -107,7 +154,7 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w (%v): start it with `nerve daemon start`, or see `nerve daemon status`", ErrDaemonUnavailable, unwrapURL(err))
+		return nil, fmt.Errorf("%w (%w): start it with `nerve daemon start`, or see `nerve daemon status`", ErrDaemonUnavailable, unwrapURL(err))
 	}
 	c.checkVersion(resp)
 	if resp.StatusCode/100 != 2 {

@@ -400,3 +400,60 @@ func TestVersionUnstampedBuildDoesNotWarn(t *testing.T) {
 		emb.Close(context.Background())
 	}
 }
+
+// A request that finds the daemon gone (stopped between two requests of
+// one command) asks Revive for a daemon and is sent once more; a POST whose
+// connection drops after it was sent is not sent again (it may have run).
+func TestReviveSendsAgainOnlyWhatWasNotRun(t *testing.T) {
+	dir, err := os.MkdirTemp("", "rv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s.sock")
+	var revived, posts atomic.Int32
+	serve := func() net.Listener {
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				conn, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer conn.Close()
+					buf := make([]byte, 4096)
+					n, _ := conn.Read(buf)
+					if strings.HasPrefix(string(buf[:n]), "POST") {
+						posts.Add(1)
+						return // dropped after it was read
+					}
+					conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n{\"version\":\"v1\"}\n"))
+				}()
+			}
+		}()
+		return l
+	}
+	var l net.Listener
+	c := client.New(client.Options{Socket: sock, Revive: func(context.Context) error {
+		revived.Add(1)
+		l = serve()
+		return nil
+	}})
+	defer func() {
+		if l != nil {
+			l.Close()
+		}
+	}()
+	v, err := c.Version(context.Background())
+	if err != nil || v.Version != "v1" || revived.Load() != 1 {
+		t.Fatalf("Version with no daemon, then revived: %+v, %v (revived %d)", v, err, revived.Load())
+	}
+	_, err = c.Session("default").Call(context.Background(), "n", "t", nil, nil)
+	if !errors.Is(err, client.ErrDaemonUnavailable) || posts.Load() != 1 {
+		t.Errorf("a POST dropped after it was sent: %v, sent %d times; want unavailable, once", err, posts.Load())
+	}
+}

@@ -107,6 +107,25 @@ func (m *Term) WaitForCount(want string, n int, timeout time.Duration) string {
 	}
 }
 
+// WaitForAfter waits until want appears after the last occurrence of mark
+// (typically the line just typed, so that neither the echo of the input
+// nor earlier output can satisfy the wait) and returns the screen from
+// mark on.
+func (m *Term) WaitForAfter(mark, want string, timeout time.Duration) string {
+	m.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := m.Screen()
+		if i := strings.LastIndex(s, mark); i >= 0 && strings.Contains(s[i+len(mark):], want) {
+			return s[i:]
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("after %v the screen does not show %q after %q; it shows:\n%s", timeout, want, mark, s)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // LastLine returns the last non-blank line of the screen (where the prompt
 // and what is being typed are).
 func (m *Term) LastLine() string {
