@@ -11,8 +11,8 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/logging"
-	"github.com/nerve-dev/nerve/internal/paths"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/internal/paths"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
