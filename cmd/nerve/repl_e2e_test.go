@@ -209,3 +209,27 @@ func stopDaemon(t *testing.T, home string) {
 	cmd.Env = append(os.Environ(), "NERVE_HOME="+home)
 	_ = cmd.Run()
 }
+
+// TestREPLCutsStreamedOutput: streamed output is cut after 64 KB as a
+// result is, and all of it is saved to a file the REPL names (issue 22:
+// `@bash seq 1 200000` printed 1 MiB).
+func TestREPLCutsStreamedOutput(t *testing.T) {
+	term := repl(t, t.TempDir(), "--embedded")
+	term.Line("@bash seq 1 200000")
+	s := term.WaitFor("[1] @bash bash", 30*time.Second)
+	m := regexp.MustCompile(`more bytes streamed \((\d+) in all\); all of it is in (\S+)`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no line naming the file of the whole output:\n%s", s[max(0, len(s)-2000):])
+	}
+	// The node streams what it keeps (1 MiB); its own file has all 1288895.
+	if m[1] != "1048576" {
+		t.Errorf("streamed %s bytes in all, want 1048576", m[1])
+	}
+	whole, err := os.ReadFile(m[2])
+	if err != nil || len(whole) != 1048576 {
+		t.Errorf("%s: %d bytes, %v", m[2], len(whole), err)
+	}
+	if strings.Contains(s, "\n199999\n") {
+		t.Error("the end of the output was printed: it was not cut")
+	}
+}

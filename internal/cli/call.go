@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -135,7 +136,26 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	if res.IsError {
 		return errToolFailed
 	}
-	return nil
+	return outputCut(res)
+}
+
+// errOutputCut: the call's output was cut by its node; all of it is kept
+// in a file (exit code ExitCut), so a script never takes a part for all.
+var errOutputCut = errors.New("the output was cut")
+
+// outputCut reports a result whose node cut its output (a bash node past
+// its output_cap: structured content truncated, output_file), naming the
+// file that holds all of it.
+func outputCut(res *mcp.CallToolResult) error {
+	m, ok := res.StructuredContent.(map[string]any)
+	if !ok || m["truncated"] != true {
+		return nil
+	}
+	total, _ := m["output_bytes"].(float64)
+	if f, _ := m["output_file"].(string); f != "" {
+		return fmt.Errorf("%w (%.0f bytes in all): all of it is in %s", errOutputCut, total, f)
+	}
+	return fmt.Errorf("%w (%.0f bytes in all) and could not be kept whole; raise the node's output_cap", errOutputCut, total)
 }
 
 // callLine joins nerve call's words into a Commander line that the

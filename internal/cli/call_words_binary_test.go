@@ -133,3 +133,25 @@ func TestBinaryBackgroundCallStopsOnSignal(t *testing.T) {
 		}, "the call to end in the daemon")
 	}
 }
+
+// TestBinaryCallCutOutput: a call whose output the node cut exits 4 and
+// names the file that holds all of it, so a script never takes a part for
+// the whole (issue 22: it exited 0 with 1 MiB of 22.9 MB on stdout).
+func TestBinaryCallCutOutput(t *testing.T) {
+	n := newRealNerve(t)
+	out, errs, code := n.Run("call", "@bash", "seq 1 3000000")
+	if code != ExitCut {
+		t.Fatalf("exit %d, want %d (cut); stderr %q", code, ExitCut, errs)
+	}
+	m := regexp.MustCompile(`all of it is in (\S+)`).FindStringSubmatch(errs)
+	if m == nil || !strings.Contains(errs, "the output was cut (22888896 bytes in all)") {
+		t.Fatalf("stderr does not name the file: %q", errs)
+	}
+	whole, err := os.ReadFile(m[1])
+	if err != nil || len(whole) != 22888896 || !strings.HasSuffix(string(whole), "\n2999999\n3000000\n") {
+		t.Fatalf("%s holds %d bytes (%v), want all 22888896", m[1], len(whole), err)
+	}
+	if !strings.HasPrefix(out, "1\n2\n3\n") || len(out) > 1<<20+400 {
+		t.Errorf("stdout: %d bytes starting %q", len(out), out[:min(20, len(out))])
+	}
+}

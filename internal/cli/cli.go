@@ -23,6 +23,7 @@ const (
 	ExitFailed    = 1 // could not do it: daemon, node or connection failed
 	ExitUsage     = 2 // usage or bad input
 	ExitToolError = 3 // the tool ran and reported an error (isError)
+	ExitCut       = 4 // the tool ran, but its output was cut: all of it is in a file
 )
 
 // Env is what a command runs with. The REPL makes one with its own writers
@@ -185,6 +186,8 @@ func Code(err error) int {
 		return ExitOK
 	case errors.Is(err, errToolFailed):
 		return ExitToolError
+	case errors.Is(err, errOutputCut):
+		return ExitCut
 	case errors.As(err, &ue),
 		errors.Is(err, client.ErrBadArgs),
 		errors.Is(err, client.ErrBadRequest),

@@ -84,14 +84,17 @@ func (r *repl) call(ctx context.Context, ln *commander.Line) {
 }
 
 // show prints a call's result (or error) and numbers it as a block.
-func (r *repl) show(ln *commander.Line, res *mcp.CallToolResult, err error, took time.Duration, streamed string) {
+func (r *repl) show(ln *commander.Line, res *mcp.CallToolResult, err error, took time.Duration, st streamed) {
 	if err != nil {
 		r.printErr(err)
 		return
 	}
 	opts := commander.RenderOptions{Style: r.style, HideStructuredBesideText: true}
 	rd := commander.RenderResult(res, opts)
-	if rest, ok := afterStreamed(res, streamed); ok {
+	if st.cut {
+		r.showStreamCut(st)
+	}
+	if rest, ok := afterStreamed(res, st.text); ok {
 		// The text was shown as it arrived: show only what it lacks.
 		value := rd.Value
 		rd = commander.RenderResult(rest, opts)
@@ -132,6 +135,22 @@ func (r *repl) show(ln *commander.Line, res *mcp.CallToolResult, err error, took
 	fmt.Fprintln(r.out, paint(r.style, r.style.Dim, fmt.Sprintf("[%d] @%s %s · %s", n, ln.Node, ln.Tool, roundDuration(took))))
 }
 
+// showStreamCut says how much streamed text was not printed and saves all
+// of it to a file, as a long result is.
+func (r *repl) showStreamCut(st streamed) {
+	line := fmt.Sprintf("… %d more bytes streamed (%d in all)", len(st.text)-st.printed, len(st.text))
+	dir := filepath.Join(r.outDir, time.Now().Format("20060102-150405.000"))
+	p := filepath.Join(dir, "output.txt")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		r.printErr(fmt.Errorf("saving the whole output: %w", err))
+	} else if err := os.WriteFile(p, []byte(st.text), 0o600); err != nil {
+		r.printErr(fmt.Errorf("saving the whole output: %w", err))
+	} else {
+		line += "; all of it is in " + p
+	}
+	fmt.Fprintln(r.out, paint(r.style, r.style.Dim, line))
+}
+
 func roundDuration(d time.Duration) string {
 	switch {
 	case d < time.Millisecond:
@@ -158,6 +177,8 @@ type status struct {
 	message  string
 	midLine  bool // streamed text ended without a newline
 	streamed strings.Builder
+	printed  int  // bytes of streamed text printed
+	cut      bool // streamed text past commander.DefaultMaxBytes was not printed
 	frame    int
 	paused   bool     // a request from a server is being answered
 	held     []string // log and step lines held back meanwhile
@@ -174,10 +195,27 @@ func (s *status) event(l api.CallLine) {
 		s.progress, s.total, s.message = l.Progress, l.Total, l.Message
 		s.drawLocked()
 	case node.EventText:
-		s.clearLocked()
-		fmt.Fprint(s.r.out, l.Text)
 		s.streamed.WriteString(l.Text)
-		s.midLine = !strings.HasSuffix(l.Text, "\n")
+		if s.cut {
+			return
+		}
+		s.clearLocked()
+		text := l.Text
+		if room := commander.DefaultMaxBytes - s.printed; len(text) > room {
+			// As a result is: cut at a line end; show says where all of
+			// it is when the call ends.
+			if i := strings.LastIndexByte(text[:max(room, 0)], '\n'); i >= 0 {
+				text = text[:i+1]
+			} else {
+				text = ""
+			}
+			s.cut = true
+		}
+		fmt.Fprint(s.r.out, text)
+		s.printed += len(text)
+		if text != "" {
+			s.midLine = !strings.HasSuffix(text, "\n")
+		}
 	case node.EventLog:
 		data := strings.TrimSpace(string(l.Data))
 		s.sideLineLocked(fmt.Sprintf("[%s] %s", l.Level, data))
@@ -303,11 +341,19 @@ func progressBar(progress, total float64) string {
 	return fmt.Sprintf("[%s%s] %3.0f%%", strings.Repeat("█", full), strings.Repeat("░", width-full), frac*100)
 }
 
-// streamedText returns the text streamed so far.
-func (s *status) streamedText() string {
+// streamedText returns the text streamed so far and how much of it was
+// printed (less than all when it was cut).
+func (s *status) streamedText() streamed {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.streamed.String()
+	return streamed{text: s.streamed.String(), printed: s.printed, cut: s.cut}
+}
+
+// streamed is the text a call streamed while it ran.
+type streamed struct {
+	text    string
+	printed int
+	cut     bool
 }
 
 // afterStreamed returns res without the text that was already streamed

@@ -65,7 +65,7 @@ func startNode(t testing.TB, spec node.Spec) (*Node, *transitions) {
 	}
 	spec.Kind = Kind
 	tr := &transitions{ch: make(chan node.State, 64)}
-	nn, err := New(spec, node.Env{OnState: tr.observe})
+	nn, err := New(spec, node.Env{OnState: tr.observe, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -443,12 +443,17 @@ func TestLargeOutputIsTruncated(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	text := res.Content[0].(*mcp.TextContent).Text
 	r := res.StructuredContent.(Result)
-	wantTail := "\n[output truncated: 10.0 MB total, first 1.0 MiB kept]\n"
+	wantTail := "\n[output truncated: 10.0 MB total, first 1.0 MiB kept; all of it is in " + r.OutputFile + "]\n"
 	if !strings.HasSuffix(text, wantTail) || len(text) != 1<<20+len(wantTail) || strings.Trim(text[:1<<20], "a") != "" {
 		t.Fatalf("text of %d bytes ends %q", len(text), text[max(0, len(text)-80):])
 	}
 	if !r.Truncated || r.OutputBytes != 10000006 || r.ExitCode != 0 || res.IsError {
 		t.Fatalf("structured %+v isError %v", r, res.IsError)
+	}
+	// The whole output is kept in the file the result names.
+	whole, err := os.ReadFile(r.OutputFile)
+	if err != nil || len(whole) != 10000006 || !strings.HasSuffix(string(whole), "a\ntail\n") || strings.Trim(string(whole[:10000000]), "a") != "" {
+		t.Fatalf("the output file %q holds %d bytes (%v), want all 10000006", r.OutputFile, len(whole), err)
 	}
 	// Everything the call allocated, garbage included, stays near the cap.
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 6<<20 {
@@ -459,8 +464,11 @@ func TestLargeOutputIsTruncated(t *testing.T) {
 func TestOutputCapOption(t *testing.T) {
 	n, _ := startNode(t, node.Spec{Options: json.RawMessage(`{"output_cap": 10, "timeout": "2s"}`)})
 	r := call(t, n, "echo 0123456789abcdef", 0)
-	if r.text != "0123456789\n[output truncated: 17 bytes total, first 10 bytes kept]\n" || !r.res.Truncated {
+	if r.text != "0123456789\n[output truncated: 17 bytes total, first 10 bytes kept; all of it is in "+r.res.OutputFile+"]\n" || !r.res.Truncated {
 		t.Fatalf("got %q", r.text)
+	}
+	if b, err := os.ReadFile(r.res.OutputFile); string(b) != "0123456789abcdef\n" {
+		t.Errorf("output file: %q, %v", b, err)
 	}
 	if !strings.Contains(n.tools[0].Description, "default 2s") {
 		t.Errorf("the description does not show the node's timeout: %s", n.tools[0].Description)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -250,7 +252,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	if req.Observe != nil {
 		emit = func(s string) { req.Emit(node.CallEvent{Kind: node.EventText, Text: s}) }
 	}
-	oc, err := sh.run(ctx, a.Command, timeout, n.opts.OutputCap, emit, intr)
+	oc, err := sh.run(ctx, a.Command, timeout, n.opts.OutputCap, n.spoolDir(), emit, intr)
 
 	n.mu.Lock()
 	n.intr = nil
@@ -319,4 +321,36 @@ func (n *Node) Info() node.Info {
 	info.Summary = filepath.Base(prog) + " in " + cwd
 	info.Details = details
 	return info
+}
+
+// keptOutputs is how many whole outputs of cut calls a node keeps; older
+// ones are removed when a new one is written.
+const keptOutputs = 20
+
+// spoolDir is where the whole output of a cut call goes: the node's own
+// folder, else the system's temporary folder. It prunes the oldest files
+// beyond keptOutputs.
+func (n *Node) spoolDir() string {
+	dir := filepath.Join(os.TempDir(), "nerve-bash-"+strconv.Itoa(os.Getuid()), n.ID())
+	if n.env.Dir != "" {
+		dir = filepath.Join(n.env.Dir, "output")
+	}
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) >= keptOutputs {
+		// Names are random; order by time.
+		type f struct {
+			name string
+			mod  time.Time
+		}
+		var fs []f
+		for _, e := range ents {
+			if info, err := e.Info(); err == nil && strings.HasPrefix(e.Name(), "output-") {
+				fs = append(fs, f{e.Name(), info.ModTime()})
+			}
+		}
+		sort.Slice(fs, func(i, j int) bool { return fs[i].mod.Before(fs[j].mod) })
+		for _, x := range fs[:max(0, len(fs)-keptOutputs+1)] {
+			os.Remove(filepath.Join(dir, x.name))
+		}
+	}
+	return dir
 }

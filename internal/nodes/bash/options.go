@@ -128,7 +128,9 @@ type Result struct {
 	// OutputBytes is the size of the whole output, kept or not.
 	OutputBytes int64 `json:"output_bytes"`
 	// Truncated says output was cut at the node's output_cap.
-	Truncated   bool `json:"truncated"`
+	Truncated bool `json:"truncated"`
+	// OutputFile holds the whole output of a cut call.
+	OutputFile  string `json:"output_file,omitempty"`
 	Interrupted bool `json:"interrupted,omitempty"`
 	TimedOut    bool `json:"timed_out,omitempty"`
 	// ShellExited says the shell itself ended (exit, or killed): the node is
@@ -144,6 +146,8 @@ type outcome struct {
 	timedOut time.Duration // > 0: stopped by its timeout
 	intr     bool          // stopped by Interrupt
 	died     string        // the shell ended: why
+	file     string        // the whole output, when it was cut
+	fileErr  error         // why the file does not hold all of it
 }
 
 const (
@@ -170,10 +174,21 @@ func (oc *outcome) result() *mcp.CallToolResult {
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
-	if truncated {
-		status(fmt.Sprintf("[output truncated: %s total, first %s kept]", formatSize(oc.total, false), formatSize(int64(len(oc.out)), true)))
-	}
 	r := Result{ExitCode: oc.exit, OutputBytes: oc.total, Truncated: truncated}
+	if truncated {
+		line := fmt.Sprintf("[output truncated: %s total, first %s kept", formatSize(oc.total, false), formatSize(int64(len(oc.out)), true))
+		switch {
+		case oc.file != "" && oc.fileErr == nil:
+			line += "; all of it is in " + oc.file
+			r.OutputFile = oc.file
+		case oc.file != "":
+			line += fmt.Sprintf("; %s holds part of it (%v)", oc.file, oc.fileErr)
+			r.OutputFile = oc.file
+		case oc.fileErr != nil:
+			line += fmt.Sprintf("; keeping all of it failed: %v", oc.fileErr)
+		}
+		status(line + "]")
+	}
 	switch {
 	case oc.died != "":
 		r.ShellExited = true

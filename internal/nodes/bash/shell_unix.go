@@ -426,11 +426,17 @@ const (
 // timeout, an interrupt or ctx ending stop the command and wait, bounded,
 // until the shell is back at its prompt; with ctx ended run returns ctx's
 // error as well.
-func (s *shell) run(ctx context.Context, command string, timeout time.Duration, outCap int64, emit func(string), intr <-chan struct{}) (oc outcome, err error) {
+//
+// Output past outCap is counted and, when spool is set, kept whole in a
+// file in that folder (oc.file), so that nothing a command printed is lost.
+func (s *shell) run(ctx context.Context, command string, timeout time.Duration, outCap int64, spool string, emit func(string), intr <-chan struct{}) (oc outcome, err error) {
 	s.seq++
 	seq := s.seq
-	out := capBuffer{max: int(min(outCap, int64(int(^uint(0)>>1))))}
-	defer func() { oc.out, oc.total = out.buf, out.total }()
+	out := capBuffer{max: int(min(outCap, int64(int(^uint(0)>>1)))), spool: spool}
+	defer func() {
+		oc.out, oc.total = out.buf, out.total
+		oc.file, oc.fileErr = out.closeSpill()
+	}()
 
 	if err := s.send(seq, command, time.Now().Add(max(timeout, time.Second))); err != nil {
 		// A half-sent command would leave the shell reading the rest as its
@@ -732,17 +738,32 @@ func (s *shell) close(ctx context.Context) error {
 	return err
 }
 
-// capBuffer keeps the first max bytes written and counts the rest.
+// capBuffer keeps the first max bytes written and counts the rest. With
+// spool set, once the output passes max all of it (the kept part too) goes
+// to a file in that folder, up to maxSpill bytes.
 type capBuffer struct {
 	buf   []byte
 	max   int
 	total int64
+
+	spool    string
+	spill    *os.File
+	spilled  int64
+	spillErr error
 }
+
+// maxSpill bounds the file that keeps a cut output whole.
+const maxSpill = 1 << 30
 
 // write keeps what fits and returns it.
 func (c *capBuffer) write(p []byte) []byte {
 	c.total += int64(len(p))
 	room := c.max - len(c.buf)
+	if room < len(p) && c.spool != "" {
+		c.spillAll(p)
+	} else if c.spill != nil {
+		c.toSpill(p)
+	}
 	if room <= 0 {
 		return nil
 	}
@@ -758,6 +779,52 @@ func (c *capBuffer) write(p []byte) []byte {
 }
 
 func (c *capBuffer) reset() { c.buf, c.total = c.buf[:0], 0 }
+
+// spillAll opens the spill file on the first write past max, with what was
+// kept so far, then appends p.
+func (c *capBuffer) spillAll(p []byte) {
+	if c.spill == nil && c.spillErr == nil {
+		if err := os.MkdirAll(c.spool, 0o700); err != nil {
+			c.spillErr = err
+			return
+		}
+		f, err := os.CreateTemp(c.spool, "output-*.txt")
+		if err != nil {
+			c.spillErr = err
+			return
+		}
+		c.spill = f
+		c.toSpill(c.buf)
+	}
+	c.toSpill(p)
+}
+
+func (c *capBuffer) toSpill(p []byte) {
+	if c.spill == nil || c.spillErr != nil {
+		return
+	}
+	p = p[:min(int64(len(p)), max(0, maxSpill-c.spilled))]
+	n, err := c.spill.Write(p)
+	c.spilled += int64(n)
+	if err != nil {
+		c.spillErr = err
+	}
+}
+
+// closeSpill closes the spill file and returns its path (or why the whole
+// output could not be kept).
+func (c *capBuffer) closeSpill() (string, error) {
+	if c.spill == nil {
+		return "", c.spillErr
+	}
+	if err := c.spill.Close(); err != nil && c.spillErr == nil {
+		c.spillErr = err
+	}
+	if c.spilled < c.total && c.spillErr == nil {
+		c.spillErr = fmt.Errorf("the file keeps the first %s only", formatSize(maxSpill, true))
+	}
+	return c.spill.Name(), c.spillErr
+}
 
 // tcsetattrNoise is what an interactive bash without a terminal prints when
 // a job dies of a signal or SIGINT returns it to its prompt: "bash: [123: 2 (255)] tcsetattr:
