@@ -131,8 +131,8 @@ type Result struct {
 	Truncated bool `json:"truncated"`
 	// OutputFile holds the whole output of a cut call.
 	OutputFile  string `json:"output_file,omitempty"`
-	Interrupted bool `json:"interrupted,omitempty"`
-	TimedOut    bool `json:"timed_out,omitempty"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	TimedOut    bool   `json:"timed_out,omitempty"`
 	// ShellExited says the shell itself ended (exit, or killed): the node is
 	// in ERROR and needs a restart.
 	ShellExited bool `json:"shell_exited,omitempty"`
