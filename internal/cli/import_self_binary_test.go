@@ -97,3 +97,31 @@ func TestBinaryImportDryRunAndPlaces(t *testing.T) {
 		t.Errorf("import with no ./.mcp.json: exit %d, %q", code, errs)
 	}
 }
+
+// TestBinaryImportShellOnlyVariable: a ${VAR} set only in the importing
+// shell works now but not after a daemon restart: import says so and
+// offers `nerve env set`; the node that then lacks it says how to set it
+// (issue 22: import said nothing, and the mcp node's message lacked the
+// hint a bash node gives).
+func TestBinaryImportShellOnlyVariable(t *testing.T) {
+	n := newRealNerve(t)
+	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	conf := filepath.Join(n.home, "m.json")
+	os.WriteFile(conf, []byte(`{"mcpServers":{"fx":{"command":"`+server+`","env":{"TOKEN":"${NERVE_TEST_ONLY_HERE}"}}}}`), 0o600)
+	n.Env = append(os.Environ(), "NERVE_TEST_ONLY_HERE=secret")
+	_, errs, code := n.Run("mcp", "import", conf)
+	if code != 0 || !strings.Contains(errs, "${NERVE_TEST_ONLY_HERE} of node fx comes from this shell only") || !strings.Contains(errs, "`nerve env set NERVE_TEST_ONLY_HERE=…`") {
+		t.Fatalf("import: exit %d, stderr %q", code, errs)
+	}
+	n.Env = nil
+	n.Must("daemon", "stop")
+	_, errs, _ = n.Run("node", "restart", "fx") // the restarted daemon lacks it
+	if !strings.Contains(errs, "${NERVE_TEST_ONLY_HERE} is not set in") || !strings.Contains(errs, "nerve env set NERVE_TEST_ONLY_HERE=") {
+		t.Errorf("restart without the variable: %q", errs)
+	}
+	n.Must("env", "set", "NERVE_TEST_ONLY_HERE=secret")
+	n.Env = append(os.Environ(), "NERVE_TEST_ONLY_HERE=secret")
+	if _, errs, _ := n.Run("mcp", "import", "--dry-run", conf); strings.Contains(errs, "comes from this shell only") {
+		t.Errorf("a variable kept in the env file is still noted: %q", errs)
+	}
+}

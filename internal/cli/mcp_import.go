@@ -16,6 +16,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -121,6 +122,7 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 				items[i].Status = "would add"
 			}
 			warnUnset(env, &items[i], file)
+			noteShellOnly(env, &items[i])
 		}
 		if env.JSON {
 			if err := printJSON(env, items); err != nil {
@@ -166,6 +168,11 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 		}(&items[i])
 	}
 	wg.Wait()
+	for i := range items {
+		if items[i].Status == "added" {
+			noteShellOnly(env, &items[i])
+		}
+	}
 	if inv.Bool("sync") {
 		for i := range items {
 			if items[i].Status != "added" && items[i].Status != "skipped" {
@@ -397,6 +404,37 @@ func warnUnset(env *Env, it *importItem, file string) {
 	}
 	if _, err := srv.Expand(lookup, file); err != nil {
 		fmt.Fprintf(env.Stderr, "nerve: warning: %v (node %s would fail to start until it is set)\n", err, it.Node)
+	}
+}
+
+// noteShellOnly says when a server's ${VAR} is set in this shell but not in
+// nerve's env file: the node has it now (a request carries the client's
+// environment), but a daemon that restarts will not, and the node would
+// fail to start then. It offers to keep it with `nerve env set`.
+func noteShellOnly(env *Env, it *importItem) {
+	srv, _, err := mcpconf.ServerFromSpec(it.spec)
+	if err != nil {
+		return
+	}
+	kept := map[string]bool{}
+	if path, err := envPath(env); err == nil {
+		if es, err := envfile.Load(path); err == nil {
+			for _, e := range es {
+				kept[e.Key] = true
+			}
+		}
+	}
+	var shellOnly []string
+	lookup := func(k string) (string, bool) {
+		v := env.getenv(k)
+		if v != "" && !kept[k] && !slices.Contains(shellOnly, k) {
+			shellOnly = append(shellOnly, k)
+		}
+		return v, v != ""
+	}
+	_, _ = srv.Expand(lookup, "")
+	for _, k := range shellOnly {
+		fmt.Fprintf(env.Stderr, "nerve: note: ${%s} of node %s comes from this shell only; a restarted daemon will not have it: keep it with `nerve env set %s=…`\n", k, it.Node, k)
 	}
 }
 

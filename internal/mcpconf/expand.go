@@ -29,13 +29,27 @@ func (e *UnsetError) Error() string {
 }
 
 // Explain fills in Where of an *UnsetError in err and returns err.
+//
+// The messages of errors that wrap it were made before, so the returned
+// error's message is err's with the UnsetError's part rewritten; it still
+// wraps err.
 func Explain(err error, where string) error {
 	var ue *UnsetError
-	if errors.As(err, &ue) && ue.Where == "" {
-		ue.Where = where
+	if !errors.As(err, &ue) || ue.Where != "" || where == "" {
+		return err
 	}
-	return err
+	before := ue.Error()
+	ue.Where = where
+	return &explained{msg: strings.Replace(err.Error(), before, ue.Error(), 1), err: err}
 }
+
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
 
 // refError is a reference nerve cannot expand: bad syntax, or a VS Code
 // ${input:...} / ${command:...} form that needs an editor.
