@@ -99,7 +99,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		if env.JSON {
 			return printJSON(env, cat[ln.Node])
 		}
-		_, err := fmt.Fprint(env.Stdout, commander.RenderToolList(ln.Node, cat[ln.Node], nil))
+		_, err := fmt.Fprint(env.Stdout, asCallLines(commander.RenderToolList(ln.Node, cat[ln.Node], nil)))
 		return err
 	case commander.ToolHelp:
 		tools := cat[ln.Node]
@@ -108,7 +108,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 				if env.JSON {
 					return printJSON(env, t)
 				}
-				_, err := fmt.Fprint(env.Stdout, commander.RenderToolHelp(ln.Node, t, len(tools) == 1, nil))
+				_, err := fmt.Fprint(env.Stdout, asCallLines(commander.RenderToolHelp(ln.Node, t, len(tools) == 1, nil)))
 				return err
 			}
 		}
@@ -137,6 +137,35 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		return errToolFailed
 	}
 	return outputCut(res)
+}
+
+// asCallLines rewrites the Commander lines of help (its examples, and the
+// hints that end a tool list) as the `nerve call` commands a shell runs:
+// `@fs read_file {"path": "P"}` becomes `nerve call @fs read_file
+// '{"path": "P"}'`.
+func asCallLines(help string) string {
+	lines := strings.Split(help, "\n")
+	for i, l := range lines {
+		indent := l[:len(l)-len(strings.TrimLeft(l, " "))]
+		rest := l[len(indent):]
+		switch {
+		case strings.HasPrefix(rest, "@") && indent != "" && !strings.Contains(rest, "  "):
+			lines[i] = indent + callCommand(rest)
+		case strings.HasPrefix(rest, "@") && strings.Contains(rest, "; @"):
+			// "@n TOOL ? shows …; @n TOOL key=value or {JSON} calls it"
+			a, b, _ := strings.Cut(rest, "; @")
+			lines[i] = "nerve call " + a + "; nerve call @" + b
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// callCommand quotes a Commander line's JSON for a shell.
+func callCommand(line string) string {
+	if i := strings.IndexByte(line, '{'); i >= 0 {
+		return "nerve call " + line[:i] + shellQuote(line[i:])
+	}
+	return "nerve call " + line
 }
 
 // errOutputCut: the call's output was cut by its node; all of it is kept

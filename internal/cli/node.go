@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -65,6 +66,9 @@ func runNodeLs(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
+	// By name: the session's order is the order nodes were added in, which
+	// a parallel import or restore makes arbitrary.
+	slices.SortFunc(infos, func(a, b node.Info) int { return strings.Compare(a.ID, b.ID) })
 	if env.JSON {
 		if infos == nil {
 			infos = []node.Info{}

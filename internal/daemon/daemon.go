@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -172,7 +173,11 @@ type errSessionNotFound struct {
 }
 
 func (e *errSessionNotFound) Error() string {
-	return fmt.Sprintf("no session %q (sessions: %v); a session is made when you add its first node: `nerve -s %s node add KIND NAME`", e.name, e.known, e.name)
+	known := "none yet"
+	if len(e.known) > 0 {
+		known = strings.Join(e.known, ", ")
+	}
+	return fmt.Sprintf("no session %q (sessions: %s); a session is made when you add its first node: `nerve -s %s node add KIND NAME`", e.name, known, e.name)
 }
 
 // session returns the session called name. create makes it when missing;

@@ -92,7 +92,7 @@ func describeExit(st *os.ProcessState) string {
 		return "exited"
 	}
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return fmt.Sprintf("was killed (%s, signal %d)", ws.Signal(), int(ws.Signal()))
+		return fmt.Sprintf("was killed by signal %d (%s)", int(ws.Signal()), ws.Signal())
 	}
 	return fmt.Sprintf("exited with code %d", st.ExitCode())
 }
