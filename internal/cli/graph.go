@@ -68,7 +68,7 @@ func (e *graphFileError) Unwrap() error { return client.ErrBadRequest }
 // readGraph reads a graph file and checks it against the session.
 func readGraph(ctx context.Context, env *Env, s *client.Session, name, file string) (string, error) {
 	if file == "" {
-		return "", fmt.Errorf("say where the definition is: --from FILE (YAML or JSON), or --from - for standard input")
+		return "", &UsageError{Msg: "say where the definition is: --from FILE (YAML or JSON), or --from - for standard input"}
 	}
 	var src []byte
 	var err error

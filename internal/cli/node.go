@@ -284,15 +284,22 @@ func runNodeSync(ctx context.Context, env *Env, inv *Invocation) error {
 			}
 		}
 	}
-	failed := 0
+	failed, usage := 0, 0
 	for _, id := range ids {
 		info, err := s.Sync(ctx, id)
 		if err != nil {
 			fmt.Fprintf(env.Stderr, "nerve: %s: %v\n", id, err)
 			failed++
+			if Code(err) == ExitUsage {
+				usage++
+			}
 			continue
 		}
 		fmt.Fprintf(env.Stdout, "synced %s: %d tool%s (%s)\n", id, info.Tools, plural(info.Tools), info.State)
+	}
+	if failed > 0 && failed == usage {
+		// Every failure was the caller's (no such node, not an mcp node).
+		return &UsageError{Msg: fmt.Sprintf("%d of %d nodes could not be synced (see above)", failed, len(ids))}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d nodes could not be synced (see above)", failed, len(ids))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -46,7 +47,7 @@ func (r *Registry) Build(spec node.Spec, env node.Env) (node.Node, error) {
 	r.mu.RUnlock()
 	if !ok {
 		kinds := r.Kinds()
-		return nil, fmt.Errorf("unknown node kind %q (known kinds: %v)", spec.Kind, kinds)
+		return nil, fmt.Errorf("unknown node kind %q (known kinds: %s)", spec.Kind, strings.Join(kinds, ", "))
 	}
 	n, err := f(spec, env)
 	if err != nil {

@@ -162,7 +162,7 @@ func TestAddErrors(t *testing.T) {
 		{node.Spec{ID: "Echo", Kind: identity.Kind}, `invalid node id "Echo"`},
 		{node.Spec{ID: "a.b", Kind: identity.Kind}, `invalid node id "a.b"`},
 		{node.Spec{ID: "", Kind: identity.Kind}, `invalid node id ""`},
-		{node.Spec{ID: "ok", Kind: "nope"}, `unknown node kind "nope" (known kinds: [identity])`},
+		{node.Spec{ID: "ok", Kind: "nope"}, `unknown node kind "nope" (known kinds: identity)`},
 		{node.Spec{ID: "ok", Kind: identity.Kind, Command: []string{"x"}}, `identity node takes no command`},
 	}
 	for _, tt := range tests {
