@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/paths"
@@ -60,6 +61,9 @@ type connState struct {
 	client    *client.Client
 	embedded  *daemon.Embedded
 	closeLog  func() error
+	// onRevived, if set, is told when a request started the daemon again
+	// (it had stopped between two requests): the REPL says so.
+	onRevived atomic.Pointer[func()]
 }
 
 // NewEnv returns an Env for the process: os.Stdout, os.Stderr, os.Stdin,

@@ -120,7 +120,18 @@ func (e *Env) connectDaemon(ctx context.Context, start bool) (c *client.Client, 
 		started = true
 	}
 	probe.Close()
-	revive := func(ctx context.Context) error { return e.startDaemon(ctx, p, probe) }
+	conn := e.conn
+	revive := func(ctx context.Context) error {
+		if err := e.startDaemon(ctx, p, probe); err != nil {
+			return err
+		}
+		if conn != nil {
+			if f := conn.onRevived.Load(); f != nil {
+				(*f)()
+			}
+		}
+		return nil
+	}
 	return e.newClient(p.Socket, nil, revive), started, nil
 }
 

@@ -40,6 +40,10 @@ Commands (:help COMMAND for one):
 
 // RunREPL runs the Commander on env's session until the person leaves.
 func RunREPL(ctx context.Context, env *Env) error {
+	// What the REPL does in the background (watching events, refreshing
+	// its catalogue) never starts a daemon someone stopped; a line the
+	// person runs does (run).
+	ctx = client.WithRevive(ctx, false)
 	c, err := env.Connect(ctx)
 	if err != nil {
 		return err
@@ -58,6 +62,14 @@ func RunREPL(ctx context.Context, env *Env) error {
 	}
 	r.color = colorWanted(env)
 	r.style = commander.NewStyle(r.color)
+	if env.conn != nil {
+		// A line whose request found the daemon gone started it again.
+		revived := func() {
+			r.gone.Store(false)
+			fmt.Fprintln(r.errOut, paint(r.style, r.style.Dim, daemonRestartedNotice))
+		}
+		env.conn.onRevived.Store(&revived)
+	}
 	r.catalog = newCatalog(r.session)
 	kinds, err := c.Kinds(ctx)
 	if err != nil {
@@ -237,6 +249,7 @@ func (r *repl) lastHistory() string {
 
 // run runs one complete input; it reports whether the person asked to leave.
 func (r *repl) run(ctx context.Context, text string) (quit bool) {
+	ctx = client.WithRevive(ctx, true)
 	r.setBusy(true)
 	defer r.setBusy(false)
 	if r.gone.Load() {
@@ -283,6 +296,8 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 // Commander (someone ran `nerve daemon stop`, or it died), as any nerve
 // command would: the daemon restores the session, and the REPL's client,
 // which dials the socket per request, works again.
+const daemonRestartedNotice = "· the daemon had stopped; started it again (nodes come back as they were)"
+
 func (r *repl) restartDaemon(ctx context.Context) {
 	if r.env.Embedded || r.env.Client != nil {
 		return
@@ -299,7 +314,7 @@ func (r *repl) restartDaemon(ctx context.Context) {
 	default:
 	}
 	if started {
-		fmt.Fprintln(r.errOut, paint(r.style, r.style.Dim, "· the daemon had stopped; started it again (nodes come back as they were)"))
+		fmt.Fprintln(r.errOut, paint(r.style, r.style.Dim, daemonRestartedNotice))
 	}
 	r.catalog.refresh(ctx)
 }

@@ -110,13 +110,28 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 		}
 	}
 	resp, err := c.sendOnce(ctx, method, path, body != nil, data)
-	if err != nil && c.opts.Revive != nil && unsent(method, err) && ctx.Err() == nil {
+	if err != nil && c.opts.Revive != nil && unsent(method, err) && ctx.Err() == nil && revives(ctx) {
 		if rerr := c.opts.Revive(ctx); rerr != nil {
 			return nil, rerr
 		}
 		resp, err = c.sendOnce(ctx, method, path, body != nil, data)
 	}
 	return resp, err
+}
+
+type reviveKey struct{}
+
+// WithRevive returns ctx saying whether a request made with it may call
+// Options.Revive (the default is yes). A program that watches the daemon
+// in the background (the REPL) says no for those requests, so that a
+// daemon someone stopped stays stopped until the person acts.
+func WithRevive(ctx context.Context, ok bool) context.Context {
+	return context.WithValue(ctx, reviveKey{}, ok)
+}
+
+func revives(ctx context.Context) bool {
+	ok, set := ctx.Value(reviveKey{}).(bool)
+	return ok || !set
 }
 
 // unsent reports whether a request that failed with err may be sent again

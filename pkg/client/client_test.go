@@ -438,6 +438,12 @@ func TestReviveSendsAgainOnlyWhatWasNotRun(t *testing.T) {
 		return l
 	}
 	var l net.Listener
+	if _, err := client.New(client.Options{Socket: sock, Revive: func(context.Context) error {
+		t.Error("Revive called for a request that said no")
+		return nil
+	}}).Version(client.WithRevive(context.Background(), false)); !errors.Is(err, client.ErrDaemonUnavailable) {
+		t.Errorf("without revive: %v", err)
+	}
 	c := client.New(client.Options{Socket: sock, Revive: func(context.Context) error {
 		revived.Add(1)
 		l = serve()

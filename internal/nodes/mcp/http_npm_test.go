@@ -22,7 +22,9 @@ func TestServerEverythingOverHTTP(t *testing.T) {
 			transport := map[string]string{"sse": "sse", "streamableHttp": "http"}[mode]
 			opts, _ := json.Marshal(map[string]any{"transport": transport, "url": srv.URL})
 			cfg := defaultConfig()
-			cfg.startTimeout = time.Second
+			// Short, so that the pause below outlasts it, but not so short
+			// that a loaded machine misses it (1 s failed beside a CPU hog).
+			cfg.startTimeout = 3 * time.Second
 			for round := 1; round <= 2; round++ {
 				n, err := newNode(node.Spec{ID: "evs", Kind: Kind, Options: opts}, node.Env{}, cfg)
 				if err != nil {
