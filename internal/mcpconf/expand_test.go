@@ -164,3 +164,23 @@ func BenchmarkExpand(b *testing.B) {
 		})
 	}
 }
+
+// Issue 21: nesting defaults 2,500,000 deep overflowed the stack; it is an
+// error naming the limit, and nesting up to the limit still works.
+func TestExpandDepthLimit(t *testing.T) {
+	unset := func(string) (string, bool) { return "", false }
+	ok := strings.Repeat("${A:-", MaxExpandDepth) + "x" + strings.Repeat("}", MaxExpandDepth)
+	if got, err := Expand(ok, unset); err != nil || got != "x" {
+		t.Errorf("nesting %d deep: %q, %v; want x", MaxExpandDepth, got, err)
+	}
+	for _, n := range []int{MaxExpandDepth + 1, 2_500_000} {
+		deep := strings.Repeat("${A:-", n) + "x" + strings.Repeat("}", n)
+		_, err := Expand(deep, unset)
+		if err == nil || !strings.Contains(err.Error(), "more than 32 deep (the limit)") {
+			t.Errorf("nesting %d deep: %v; want the limit named", n, err)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("nesting %d deep: the message is %d bytes: it quotes the whole value", n, len(err.Error()))
+		}
+	}
+}

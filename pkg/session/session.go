@@ -144,29 +144,7 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 	spec = spec.Clone()
 	e := &entry{spec: spec}
 	id := spec.ID
-	env := node.Env{
-		Session: s.name,
-		Logger:  s.log.With(zap.String("node", id)),
-		OnState: func(from, to node.State, reason string) {
-			// READY after BUSY is the end of a call: the tools are the same.
-			if (to == node.Ready && from != node.Busy) || to == node.Stopped || to == node.Error {
-				s.invalidateTools(e)
-			}
-			s.hub.publish(stateEvent(id, from, to, reason))
-		},
-		OnToolsChanged: func() {
-			s.invalidateTools(e)
-			s.hub.publish(Event{Kind: EventTools, Node: id})
-		},
-		SaveState: func(state json.RawMessage) error { return s.saveState(id, state) },
-		Hooks:     &s.hooks,
-		Tools:     s,
-		Idle:      s.idle,
-	}
-	env.Vars = &vars{s: s, e: e, id: id}
-	if s.dir != "" {
-		env.Dir = filepath.Join(s.dir, "nodes", id)
-	}
+	env := s.nodeEnv(e, id)
 	s.mu.Lock()
 	if _, ok := s.nodes[id]; ok {
 		s.mu.Unlock()
@@ -192,6 +170,34 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 		s.log.Error("saving specs", zap.Error(err))
 	}
 	return n, nil
+}
+
+// nodeEnv is what the session gives node id of entry e.
+func (s *Session) nodeEnv(e *entry, id string) node.Env {
+	env := node.Env{
+		Session: s.name,
+		Logger:  s.log.With(zap.String("node", id)),
+		OnState: func(from, to node.State, reason string) {
+			// READY after BUSY is the end of a call: the tools are the same.
+			if (to == node.Ready && from != node.Busy) || to == node.Stopped || to == node.Error {
+				s.invalidateTools(e)
+			}
+			s.hub.publish(stateEvent(id, from, to, reason))
+		},
+		OnToolsChanged: func() {
+			s.invalidateTools(e)
+			s.hub.publish(Event{Kind: EventTools, Node: id})
+		},
+		SaveState: func(state json.RawMessage) error { return s.saveState(id, state) },
+		Hooks:     &s.hooks,
+		Tools:     s,
+		Idle:      s.idle,
+	}
+	env.Vars = &vars{s: s, e: e, id: id}
+	if s.dir != "" {
+		env.Dir = filepath.Join(s.dir, "nodes", id)
+	}
+	return env
 }
 
 // Restore registers every spec and starts all the nodes in parallel. A node
@@ -255,6 +261,9 @@ func (s *Session) Restart(ctx context.Context, id string) error {
 	e, err := s.entry(id)
 	if err != nil {
 		return err
+	}
+	if _, ok := e.n.(*heldNode); ok {
+		return s.rebuild(ctx, e)
 	}
 	e.client.set(clientEnv(ctx))
 	if err := e.n.Stop(ctx); err != nil {
