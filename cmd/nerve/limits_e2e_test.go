@@ -3,7 +3,12 @@
 package main_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,4 +110,78 @@ func TestNodeWhoseRestoreDiedIsHeld(t *testing.T) {
 		left, _ := os.ReadDir(marks)
 		return len(left) == 0
 	}, "the restore markers to be cleared")
+}
+
+// deepGraph is the repro's graph: one step whose `when:` is cond.
+func deepGraph(cond string) []byte {
+	src, _ := json.Marshal(map[string]any{"steps": map[string]any{
+		"a": map[string]any{"call": "echo.identity", "args": map[string]any{"text": "x"}, "when": cond}}})
+	return src
+}
+
+// Issue 21, item 2: a graph whose `when:` nests 2,000,000 parentheses (a
+// 4 MB body, under the API's cap) posted to POST /v1/sessions/default/nodes
+// overflowed the daemon's stack, and 4,000,000 '!' raised it to 1.77 GB.
+// Now each is a 400 naming the limit and the daemon lives; `nerve graph
+// add --from` of the same file is an error, not a Go stack dump.
+func TestDeepGraphThroughSocketAndCLI(t *testing.T) {
+	h := newHome(t)
+	h.must("node", "add", "identity", "echo")
+	pid := h.daemonPID()
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", h.p.Socket)
+	}}}
+	for name, cond := range map[string]string{
+		"parens": strings.Repeat("(", 2_000_000) + "true" + strings.Repeat(")", 2_000_000),
+		"bangs":  strings.Repeat("!", 4_000_000) + "true",
+	} {
+		spec, _ := json.Marshal(node.Spec{ID: "g" + name, Kind: "graph", Options: mustJSON(t, map[string]string{"source": string(deepGraph(cond))})})
+		resp, err := hc.Post("http://nerve/v1/sessions/default/nodes", "application/json", bytes.NewReader(spec))
+		if err != nil {
+			t.Fatalf("%s: posting a %d-byte spec: %v (did the daemon die?)", name, len(spec), err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "over the limit of 1048576 (1 MiB)") {
+			t.Errorf("%s: %d %s; want 400 naming the size limit", name, resp.StatusCode, body)
+		}
+	}
+	// Under the size limit, the nesting limit answers.
+	spec, _ := json.Marshal(node.Spec{ID: "gnest", Kind: "graph", Options: mustJSON(t, map[string]string{"source": string(deepGraph(strings.Repeat("(", 1000) + "true" + strings.Repeat(")", 1000)))})})
+	resp, err := hc.Post("http://nerve/v1/sessions/default/nodes", "application/json", bytes.NewReader(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "nests more than 64 deep") {
+		t.Errorf("2,000-byte condition nesting 1,000 deep: %d %s; want 400 naming the nesting limit", resp.StatusCode, body)
+	}
+
+	file := filepath.Join(h.home, "deep.json")
+	if err := os.WriteFile(file, deepGraph(strings.Repeat("(", 2_000_000)+"true"+strings.Repeat(")", 2_000_000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := h.run("graph", "add", "g", "--from", file)
+	if code == 0 || code == 2 && strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "stack overflow") || !strings.Contains(stderr, "over the limit of 1048576") {
+		t.Errorf("graph add --from a 4 MB graph: exit %d\n%.2000s", code, stderr)
+	}
+	if got := h.daemonPID(); got != pid {
+		t.Errorf("daemon pid changed %d → %d: it died", pid, got)
+	}
+	for id := range h.nodes() {
+		if strings.HasPrefix(id, "g") {
+			t.Errorf("graph %s was added", id)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

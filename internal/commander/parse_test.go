@@ -1,6 +1,7 @@
 package commander
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -204,4 +205,25 @@ func TestControlParameterIsNotFreeText(t *testing.T) {
 	if err != nil || ln.Kind != Call || string(ln.Args) != "{}" {
 		t.Fatalf("@g run = %+v, %v; want a call with {}", ln, err)
 	}
+}
+
+// Issue 21: a tool whose schema refers to itself through anyOf recursed
+// without end while the Commander read a line for it.
+func TestSelfReferentialSchemaIsBounded(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","$defs":{"A":{"anyOf":[{"$ref":"#/$defs/A"},{"type":"string"}]}},"properties":{"x":{"$ref":"#/$defs/A"}}}`)
+	tool := &mcp.Tool{Name: "t", InputSchema: schema}
+	cat := NewIndex(map[string][]*mcp.Tool{"n": {tool}})
+	ln, err := Parse("@n t x=hello", cat, nil)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if string(ln.Args) != `{"x":"hello"}` {
+		t.Errorf("args = %s", ln.Args)
+	}
+	_ = typeLabel(schemaObj(decodeSchema(schema)), property0(decodeSchema(schema), "x"))
+}
+
+func property0(root schemaObj, name string) schemaObj {
+	p, _ := property(root, root, name)
+	return p
 }
