@@ -143,7 +143,7 @@ func TestDeepGraphThroughSocketAndCLI(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "over the limit of 1048576 (1 MiB)") {
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "over 1048576 bytes (1 MiB, the limit)") {
 			t.Errorf("%s: %d %s; want 400 naming the size limit", name, resp.StatusCode, body)
 		}
 	}
@@ -164,7 +164,7 @@ func TestDeepGraphThroughSocketAndCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code := h.run("graph", "add", "g", "--from", file)
-	if code == 0 || code == 2 && strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "stack overflow") || !strings.Contains(stderr, "over the limit of 1048576") {
+	if code == 0 || code == 2 && strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "stack overflow") || !strings.Contains(stderr, "over 1048576 bytes") {
 		t.Errorf("graph add --from a 4 MB graph: exit %d\n%.2000s", code, stderr)
 	}
 	if got := h.daemonPID(); got != pid {

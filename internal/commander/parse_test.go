@@ -227,3 +227,17 @@ func property0(root schemaObj, name string) schemaObj {
 	p, _ := property(root, root, name)
 	return p
 }
+
+// Issue 21: a JSON value nested past encoding/json's limit is an error
+// naming the limit, as an object argument and as a key=value value.
+func TestDeepJSONArgumentNamesLimit(t *testing.T) {
+	tool := &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{}}}`)}
+	cat := NewIndex(map[string][]*mcp.Tool{"n": {tool}})
+	deep := strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000)
+	for _, line := range []string{`@n t {"x": ` + deep + `}`, "@n t x=" + deep} {
+		_, err := Parse(line, cat, nil)
+		if err == nil || !strings.Contains(err.Error(), "more than 10000 deep (the limit)") {
+			t.Errorf("%.12s…: %v; want the nesting limit named", line, err)
+		}
+	}
+}

@@ -121,7 +121,7 @@ func (d *Def) Step(id string) *Step { return d.byID[id] }
 // A mistake is an Errors value with line:column positions.
 func Parse(src []byte) (*Def, error) {
 	if len(src) > MaxSourceSize {
-		return nil, Errors{{Msg: fmt.Sprintf("the graph is %d bytes, over the limit of %d (1 MiB): split it into graphs that call each other", len(src), MaxSourceSize)}}
+		return nil, Errors{{Msg: fmt.Sprintf("the graph is over %d bytes (1 MiB, the limit): split it into graphs that call each other", MaxSourceSize)}}
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))

@@ -63,7 +63,7 @@ func TestSourceSizeLimit(t *testing.T) {
 	src := "steps:\n  a:\n    call: echo.identity\n    args: {text: x}\n    when: \"" +
 		strings.Repeat("(", 2_000_000) + "true" + strings.Repeat(")", 2_000_000) + "\"\n"
 	_, err := Parse([]byte(src))
-	if err == nil || !strings.Contains(err.Error(), "over the limit of 1048576 (1 MiB)") {
+	if err == nil || !strings.Contains(err.Error(), "over 1048576 bytes (1 MiB, the limit)") {
 		t.Errorf("a %d-byte graph: %v; want the size limit named", len(src), err)
 	}
 }
