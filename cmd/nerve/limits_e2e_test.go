@@ -185,3 +185,35 @@ func mustJSON(t *testing.T, v any) json.RawMessage {
 	}
 	return b
 }
+
+// Issue 21, item 4: SIGKILLs left .default.json.tmp-* files beside the
+// state file (and in node folders); a daemon that starts removes them and
+// keeps everything else.
+func TestStaleTempFilesRemovedAtStart(t *testing.T) {
+	h := newHome(t)
+	h.writeState(node.Spec{ID: "echo", Kind: "identity"})
+	runs := filepath.Join(h.p.Sessions, "default", "nodes", "g", "runs")
+	if err := os.MkdirAll(runs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	stale := []string{
+		filepath.Join(h.p.Sessions, ".default.json.tmp-123456"),
+		filepath.Join(h.p.Sessions, ".default.json.tmp-987654"),
+		filepath.Join(runs, ".g.20261125-060000.000-abcdef.json.tmp-42"),
+	}
+	kept := filepath.Join(runs, "g.20261125-060000.000-abcdef.json")
+	for _, p := range append(stale, kept) {
+		if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitNode("echo", node.Ready)
+	for _, p := range stale {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there (%v)", p, err)
+		}
+	}
+	if _, err := os.Stat(kept); err != nil {
+		t.Errorf("a run record was removed: %v", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nerve-dev/nerve/internal/atomicfile"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"net/http"
@@ -296,6 +297,13 @@ func (d *Daemon) Restore(ctx context.Context) error {
 	if !d.opts.Persist {
 		_, err := d.session(ctx, DefaultSession, true)
 		return err
+	}
+	// Temporaries of writes a SIGKILL cut short (issue 21): only this
+	// daemon, which holds the lock, writes under the sessions folder.
+	if n, err := atomicfile.RemoveStale(d.opts.Paths.Sessions); err != nil {
+		d.log.Warn("cleaning up after an earlier daemon", zap.Error(err))
+	} else if n > 0 {
+		d.log.Info("removed temporary files an earlier daemon left", zap.Int("files", n))
 	}
 	for _, clean := range d.opts.Cleanups {
 		if err := clean(d.opts.Paths.Sessions); err != nil {
