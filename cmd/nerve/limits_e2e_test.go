@@ -11,9 +11,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -215,5 +218,71 @@ func TestStaleTempFilesRemovedAtStart(t *testing.T) {
 	}
 	if _, err := os.Stat(kept); err != nil {
 		t.Errorf("a run record was removed: %v", err)
+	}
+}
+
+type bearerRT struct{ token string }
+
+func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Issue 21, item 3: a graph calling an mcp node whose URL is nerve's own
+// /mcp/SESSION/node/GRAPH made 9,980 nested calls. Such a node is refused
+// when it connects, and the chain of calls is carried across nerve's hops
+// (the _meta of a tools/call on nerve's endpoint, then graph → node in
+// ctx) and refused past node.MaxCallDepth, naming the chain.
+func TestCallsThroughNerveAreBounded(t *testing.T) {
+	h := newHome(t)
+	h.must("node", "add", "identity", "echo")
+	def := filepath.Join(h.home, "g.yaml")
+	if err := os.WriteFile(def, []byte("steps:\n  a: {call: echo.identity, args: {text: hi}}\noutput: ${steps.a.text}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.must("graph", "add", "g", "--from", def)
+	var ep struct{ URL, Token string }
+	if err := json.Unmarshal([]byte(h.must("mcp", "url", "--node", "g", "--json")), &ep); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := h.run("node", "add", "mcp", "loop", "--url", ep.URL, "--header", "Authorization: Bearer "+ep.Token)
+	if code == 0 || !strings.Contains(stderr, "node loop's server is nerve's own endpoint of node g") {
+		t.Errorf("node add mcp loop --url %s: exit %d\n%s", ep.URL, code, stderr)
+	}
+
+	if err := json.Unmarshal([]byte(h.must("mcp", "url", "--json")), &ep); err != nil {
+		t.Fatal(err)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "chain-test", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: &http.Client{Transport: bearerRT{ep.Token}}}, nil)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", ep.URL, err)
+	}
+	defer cs.Close()
+	call := func(hops int) (*mcp.CallToolResult, error) {
+		chain := make([]string, hops)
+		for i := range chain {
+			chain[i] = "other/n" + strconv.Itoa(i)
+		}
+		return cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "g.run", Meta: mcp.Meta{node.ChainMetaKey: chain}})
+	}
+	// The graph is one hop and its step another: 14 before them is the most.
+	res, err := call(node.MaxCallDepth - 2)
+	if err != nil || res.IsError {
+		t.Fatalf("a call %d hops deep: %v %+v", node.MaxCallDepth, err, res)
+	}
+	res, err = call(node.MaxCallDepth - 1)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else if len(res.Content) > 0 {
+		msg = res.Content[0].(*mcp.TextContent).Text
+	}
+	if !strings.Contains(msg, "calls nest more than 16 deep (the limit)") || !strings.Contains(msg, "other/n14 → default/g → default/echo") {
+		t.Errorf("a call %d hops deep: %q; want the limit and the chain named", node.MaxCallDepth+1, msg)
+	}
+	if _, err := call(100); err == nil || !strings.Contains(err.Error(), "calls nest more than 16 deep") {
+		t.Errorf("a request whose chain is 100 hops: %v; want it refused", err)
 	}
 }

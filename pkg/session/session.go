@@ -576,6 +576,12 @@ func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	// Each call through a session is a hop of the chain that may have come
+	// through graphs and nerve's own MCP endpoint (issue 21).
+	ctx, err = node.WithHop(ctx, s.name+"/"+id)
+	if err != nil {
+		return nil, fmt.Errorf("@%s %s: %w", id, req.Tool, err)
+	}
 	t, err := s.tool(ctx, e, req.Tool)
 	if err != nil {
 		return nil, err
