@@ -323,7 +323,18 @@ func parseKeyValues(ln *Line, s schemaObj, text string, refs Refs) (json.RawMess
 		b = append(b, ':')
 		b = append(b, e.raw...)
 	}
-	return append(b, '}'), nil
+	b = append(b, '}')
+	for _, e := range entries {
+		// A value nested as deep as encoding/json allows is one level too
+		// deep inside the arguments' object (found by FuzzLineDeep).
+		if e.raw[0] == '[' || e.raw[0] == '{' {
+			if !json.Valid(b) {
+				return nil, fmt.Errorf("the arguments nest lists and objects more than %d deep (the limit): flatten them", maxJSONDepth)
+			}
+			break
+		}
+	}
+	return b, nil
 }
 
 // coerce turns one typed value into JSON according to its property schema

@@ -184,3 +184,48 @@ func TestExpandDepthLimit(t *testing.T) {
 		}
 	}
 }
+
+// FuzzExpandDeep (issue 21, item 5): defaults nested to any depth the
+// fuzzer picks, around any text. Past MaxExpandDepth the error names the
+// limit; within it, an unset variable's default is the inner text
+// expanded on its own.
+func FuzzExpandDeep(f *testing.F) {
+	f.Add(uint32(2_500_000), "x", false)
+	f.Add(uint32(32), "${B:-y}", true)
+	f.Add(uint32(5), "$${x}", false)
+	unset := func(string) (string, bool) { return "", false }
+	f.Fuzz(func(t *testing.T, depth uint32, inner string, env bool) {
+		d := int(depth % 3_000_000)
+		if len(inner) > 64 {
+			inner = inner[:64]
+		}
+		prefix := "${A:-"
+		if env {
+			prefix = "${env:A:-"
+		}
+		s := strings.Repeat(prefix, d) + inner + strings.Repeat("}", d)
+		out, err := Expand(s, unset)
+		if d > MaxExpandDepth {
+			if err == nil || !strings.Contains(err.Error(), "(the limit)") {
+				t.Fatalf("nesting %d deep: %q, %v; want the limit named", d, clip(out), err)
+			}
+			if len(err.Error()) > 400 {
+				t.Fatalf("a %d-byte message", len(err.Error()))
+			}
+			return
+		}
+		if strings.ContainsAny(inner, "}") {
+			return // the inner text closes a default itself
+		}
+		want, wErr := Expand(inner, unset)
+		if (err == nil) != (wErr == nil) {
+			if wErr == nil && strings.Contains(err.Error(), "(the limit)") {
+				return // the inner text's own defaults pass the limit here
+			}
+			t.Fatalf("%q: %v; alone %q: %v", s, err, inner, wErr)
+		}
+		if err == nil && out != want {
+			t.Fatalf("%q = %q; alone %q = %q", s, out, inner, want)
+		}
+	})
+}
