@@ -24,11 +24,38 @@ var ErrCallDepth = fmt.Errorf("calls nest more than %d deep", MaxCallDepth)
 
 type chainKey struct{}
 
+// hop is one call of a chain, linked to the call it is made in: a hop
+// costs one allocation, not a copy of the chain (Session.Call adds one to
+// every call).
+type hop struct {
+	session, node string // session "" when node is a whole hop read from _meta
+	prev          *hop
+	depth         int
+}
+
+func (h *hop) String() string {
+	if h.session == "" {
+		return h.node
+	}
+	return h.session + "/" + h.node
+}
+
+func (h *hop) chain() []string {
+	if h == nil {
+		return nil
+	}
+	out := make([]string, h.depth)
+	for i := h.depth - 1; h != nil && i >= 0; h, i = h.prev, i-1 {
+		out[i] = h.String()
+	}
+	return out
+}
+
 // CallChain returns the hops of the call ctx belongs to, outermost first
 // ("session/node" each); nil outside any call.
 func CallChain(ctx context.Context) []string {
-	c, _ := ctx.Value(chainKey{}).([]string)
-	return c
+	h, _ := ctx.Value(chainKey{}).(*hop)
+	return h.chain()
 }
 
 // WithCallChain returns ctx carrying chain as the hops so far (read from a
@@ -40,20 +67,26 @@ func WithCallChain(ctx context.Context, chain []string) (context.Context, error)
 	if len(chain) == 0 {
 		return ctx, nil
 	}
-	return context.WithValue(ctx, chainKey{}, append([]string(nil), chain...)), nil
+	var h *hop
+	for i, c := range chain {
+		h = &hop{node: c, prev: h, depth: i + 1}
+	}
+	return context.WithValue(ctx, chainKey{}, h), nil
 }
 
-// WithHop returns ctx with hop added to its chain, or an error naming the
-// chain when that would nest the call more than MaxCallDepth deep.
-func WithHop(ctx context.Context, hop string) (context.Context, error) {
-	c := CallChain(ctx)
-	next := make([]string, len(c), len(c)+1)
-	copy(next, c)
-	next = append(next, hop)
-	if len(next) > MaxCallDepth {
-		return ctx, chainError(next)
+// WithHop returns ctx with the call of node in session added to its
+// chain, or an error naming the chain when that would nest the call more
+// than MaxCallDepth deep.
+func WithHop(ctx context.Context, session, node string) (context.Context, error) {
+	prev, _ := ctx.Value(chainKey{}).(*hop)
+	h := &hop{session: session, node: node, prev: prev, depth: 1}
+	if prev != nil {
+		h.depth = prev.depth + 1
 	}
-	return context.WithValue(ctx, chainKey{}, next), nil
+	if h.depth > MaxCallDepth {
+		return ctx, chainError(h.chain())
+	}
+	return context.WithValue(ctx, chainKey{}, h), nil
 }
 
 func chainError(chain []string) error {

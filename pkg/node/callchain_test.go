@@ -14,18 +14,18 @@ func TestCallChain(t *testing.T) {
 	}
 	var err error
 	for i := range MaxCallDepth {
-		if ctx, err = WithHop(ctx, "s/n"+string(rune('a'+i))); err != nil {
+		if ctx, err = WithHop(ctx, "s", "n"+string(rune('a'+i))); err != nil {
 			t.Fatalf("hop %d: %v", i+1, err)
 		}
 	}
-	_, err = WithHop(ctx, "s/last")
+	_, err = WithHop(ctx, "s", "last")
 	if !errors.Is(err, ErrCallDepth) || !strings.Contains(err.Error(), "s/na → s/nb") || !strings.Contains(err.Error(), "→ s/last") {
 		t.Errorf("hop %d: %v; want ErrCallDepth naming the chain", MaxCallDepth+1, err)
 	}
 	// A branch does not see its sibling's hops.
-	base, _ := WithHop(context.Background(), "s/a")
-	b1, _ := WithHop(base, "s/b1")
-	_, _ = WithHop(base, "s/b2")
+	base, _ := WithHop(context.Background(), "s", "a")
+	b1, _ := WithHop(base, "s", "b1")
+	_, _ = WithHop(base, "s", "b2")
 	if got := strings.Join(CallChain(b1), ","); got != "s/a,s/b1" {
 		t.Errorf("chain = %q", got)
 	}

@@ -578,7 +578,7 @@ func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*
 	}
 	// Each call through a session is a hop of the chain that may have come
 	// through graphs and nerve's own MCP endpoint (issue 21).
-	ctx, err = node.WithHop(ctx, s.name+"/"+id)
+	ctx, err = node.WithHop(ctx, s.name, id)
 	if err != nil {
 		return nil, fmt.Errorf("@%s %s: %w", id, req.Tool, err)
 	}
