@@ -357,6 +357,13 @@ func (d *Daemon) restoreOne(name string) {
 	var nodes []node.Node
 	left := d.leftoverRestoring(name)
 	saved := make(map[string]bool, len(specs))
+	var marks []string
+	for _, spec := range specs {
+		if _, held := left[spec.ID]; !held && node.ValidateID(spec.ID) == nil {
+			marks = append(marks, spec.ID)
+		}
+	}
+	d.markRestoring(name, marks)
 	for _, spec := range specs {
 		saved[spec.ID] = true
 		if began, ok := left[spec.ID]; ok {
@@ -371,7 +378,6 @@ func (d *Daemon) restoreOne(name string) {
 			d.notice(fmt.Sprintf("session %q: node %q is ERROR: %s", name, spec.ID, reason))
 			continue
 		}
-		d.markRestoring(name, spec.ID)
 		n, err := h.s.Register(spec)
 		if err != nil {
 			d.unmarkRestoring(name, spec.ID)

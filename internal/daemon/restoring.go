@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/nerve-dev/nerve/internal/atomicfile"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -27,20 +26,41 @@ func (d *Daemon) restoringDir(sess string) string {
 	return filepath.Join(d.opts.Paths.Sessions, sess, "restoring")
 }
 
-// markRestoring durably records that node id of session sess is being
-// restored.
-func (d *Daemon) markRestoring(sess, id string) {
-	if !d.opts.Persist {
+// markRestoring durably records that the nodes ids of session sess are
+// being restored: one file each, then one sync of the folder, which makes
+// every new name durable (a restore of hundreds of nodes costs one sync,
+// not hundreds). The files' content, when the restore began, is only for
+// the message.
+func (d *Daemon) markRestoring(sess string, ids []string) {
+	if !d.opts.Persist || len(ids) == 0 {
 		return
 	}
 	dir := d.restoringDir(sess)
 	err := os.MkdirAll(dir, 0o700)
+	began := []byte(time.Now().UTC().Format(time.RFC3339) + "\n")
+	for _, id := range ids {
+		if err != nil {
+			break
+		}
+		err = os.WriteFile(filepath.Join(dir, id), began, 0o600)
+	}
 	if err == nil {
-		err = atomicfile.Write(filepath.Join(dir, id), []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600)
+		err = syncDir(dir)
 	}
 	if err != nil {
-		d.log.Warn("marking a node as being restored", zap.String("session", sess), zap.String("node", id), zap.Error(err))
+		d.log.Warn("marking nodes as being restored", zap.String("session", sess), zap.Error(err))
 	}
+}
+
+// syncDir makes the folder's entries durable; as in atomicfile, a file
+// system that refuses to sync folders is not worth failing for.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	_ = f.Sync()
+	return f.Close()
 }
 
 // unmarkRestoring removes node id's marker, if any. The removal is not
