@@ -5,9 +5,12 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Write replaces path with data, with mode perm.
@@ -48,4 +51,37 @@ func Write(path string, data []byte, perm os.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// IsTemp reports whether name is one of Write's temporary files
+// (".NAME.tmp-RANDOM").
+func IsTemp(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
+
+// RemoveStale removes the temporary files Write left under root (and the
+// folders below it) when its process was killed between creating and
+// renaming one. Call it only where no Write can be running: at the start
+// of the one process that writes there. It returns how many it removed.
+func RemoveStale(root string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.Type().IsRegular() && IsTemp(d.Name()) {
+			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return n, fmt.Errorf("removing stale temporary files under %s: %w", root, err)
+	}
+	return n, nil
 }

@@ -70,13 +70,17 @@ func readGraph(ctx context.Context, env *Env, s *client.Session, name, file stri
 	if file == "" {
 		return "", &UsageError{Msg: "say where the definition is: --from FILE (YAML or JSON), or --from - for standard input"}
 	}
-	var src []byte
-	var err error
-	if file == "-" {
-		src, err = io.ReadAll(env.Stdin)
-	} else {
-		src, err = os.ReadFile(file)
+	var r io.Reader = env.Stdin
+	if file != "-" {
+		f, err := os.Open(file)
+		if err != nil {
+			return "", fmt.Errorf("reading the graph: %w", err)
+		}
+		defer f.Close()
+		r = f
 	}
+	// One byte over the limit is enough for graph.Parse to refuse it.
+	src, err := io.ReadAll(io.LimitReader(r, graph.MaxSourceSize+1))
 	if err != nil {
 		return "", fmt.Errorf("reading the graph: %w", err)
 	}

@@ -48,12 +48,18 @@ func parseJSONArgs(ln *Line, s schemaObj, text string, refs Refs) (json.RawMessa
 	return buf.Bytes(), nil
 }
 
+// maxJSONDepth is encoding/json's bound on nesting, which keeps the
+// Commander's own walks over a value (rendering, coercion) bounded too.
+const maxJSONDepth = 10000
+
 // jsonError turns a decoding error into a one-line message with the line
 // and column of the mistake.
 func jsonError(text string, err error) error {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
+	case strings.Contains(err.Error(), "exceeded max depth"):
+		return fmt.Errorf("the JSON nests lists and objects more than %d deep (the limit): flatten it", maxJSONDepth)
 	case errors.As(err, &se):
 		if strings.Contains(se.Error(), "unexpected end") {
 			return errors.New(`the JSON ends before it is complete — close every "string", { and [`)
@@ -317,7 +323,18 @@ func parseKeyValues(ln *Line, s schemaObj, text string, refs Refs) (json.RawMess
 		b = append(b, ':')
 		b = append(b, e.raw...)
 	}
-	return append(b, '}'), nil
+	b = append(b, '}')
+	for _, e := range entries {
+		// A value nested as deep as encoding/json allows is one level too
+		// deep inside the arguments' object (found by FuzzLineDeep).
+		if e.raw[0] == '[' || e.raw[0] == '{' {
+			if !json.Valid(b) {
+				return nil, fmt.Errorf("the arguments nest lists and objects more than %d deep (the limit): flatten them", maxJSONDepth)
+			}
+			break
+		}
+	}
+	return b, nil
 }
 
 // coerce turns one typed value into JSON according to its property schema

@@ -1,6 +1,7 @@
 package commander
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -203,5 +204,40 @@ func TestControlParameterIsNotFreeText(t *testing.T) {
 	ln, err := Parse("@g run", NewIndex(map[string][]*mcp.Tool{"g": {tool}}), nil)
 	if err != nil || ln.Kind != Call || string(ln.Args) != "{}" {
 		t.Fatalf("@g run = %+v, %v; want a call with {}", ln, err)
+	}
+}
+
+// Issue 21: a tool whose schema refers to itself through anyOf recursed
+// without end while the Commander read a line for it.
+func TestSelfReferentialSchemaIsBounded(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","$defs":{"A":{"anyOf":[{"$ref":"#/$defs/A"},{"type":"string"}]}},"properties":{"x":{"$ref":"#/$defs/A"}}}`)
+	tool := &mcp.Tool{Name: "t", InputSchema: schema}
+	cat := NewIndex(map[string][]*mcp.Tool{"n": {tool}})
+	ln, err := Parse("@n t x=hello", cat, nil)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if string(ln.Args) != `{"x":"hello"}` {
+		t.Errorf("args = %s", ln.Args)
+	}
+	_ = typeLabel(schemaObj(decodeSchema(schema)), property0(decodeSchema(schema), "x"))
+}
+
+func property0(root schemaObj, name string) schemaObj {
+	p, _ := property(root, root, name)
+	return p
+}
+
+// Issue 21: a JSON value nested past encoding/json's limit is an error
+// naming the limit, as an object argument and as a key=value value.
+func TestDeepJSONArgumentNamesLimit(t *testing.T) {
+	tool := &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","properties":{"x":{}}}`)}
+	cat := NewIndex(map[string][]*mcp.Tool{"n": {tool}})
+	deep := strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000)
+	for _, line := range []string{`@n t {"x": ` + deep + `}`, "@n t x=" + deep} {
+		_, err := Parse(line, cat, nil)
+		if err == nil || !strings.Contains(err.Error(), "more than 10000 deep (the limit)") {
+			t.Errorf("%.12s…: %v; want the nesting limit named", line, err)
+		}
 	}
 }

@@ -166,8 +166,15 @@ func resolve(root, s schemaObj) schemaObj {
 
 // types returns the JSON types a schema allows, from "type" (a string or a
 // list), "anyOf"/"oneOf" branches, "const" or "enum" values. Empty means any.
-func types(root, s schemaObj) []string {
-	if s == nil {
+func types(root, s schemaObj) []string { return typesAt(root, s, 0) }
+
+// maxSchemaDepth bounds how deeply types follows anyOf/oneOf branches: a
+// server's schema may refer to itself ({"anyOf": [{"$ref": "#"}]}-like
+// cycles through $defs), which recursed without end (issue 21).
+const maxSchemaDepth = 16
+
+func typesAt(root, s schemaObj, depth int) []string {
+	if s == nil || depth > maxSchemaDepth {
 		return nil
 	}
 	switch t := s["type"].(type) {
@@ -187,7 +194,7 @@ func types(root, s schemaObj) []string {
 		branches, _ := s[key].([]any)
 		for _, b := range branches {
 			bm, _ := b.(map[string]any)
-			for _, t := range types(root, resolve(root, bm)) {
+			for _, t := range typesAt(root, resolve(root, bm), depth+1) {
 				if !slices.Contains(out, t) {
 					out = append(out, t)
 				}

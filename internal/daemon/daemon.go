@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nerve-dev/nerve/internal/atomicfile"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"net/http"
@@ -220,7 +221,7 @@ func (d *Daemon) addDefaults(ctx context.Context, s *session.Session) {
 			d.log.Warn("adding a default node", zap.String("node", spec.ID), zap.Error(err))
 			continue
 		}
-		d.startInBackground(s.Name(), []node.Node{n})
+		d.startInBackground(s.Name(), []node.Node{n}, nil)
 	}
 }
 
@@ -272,12 +273,19 @@ func (d *Daemon) statePath(name string) string {
 
 // startInBackground starts nodes in parallel without holding up the
 // caller; Close waits for (and cancels) them.
-func (d *Daemon) startInBackground(sess string, nodes []node.Node) {
+// done, if set, is called with each node's id once its start has returned
+// (at once for a lazy node).
+func (d *Daemon) startInBackground(sess string, nodes []node.Node, done func(id string)) {
+	if done == nil {
+		done = func(string) {}
+	}
 	for _, n := range nodes {
 		if l, ok := n.(node.Lazy); ok && l.StartsLazily() {
+			done(n.ID())
 			continue // it knows its tools (catalogue); its first call starts it
 		}
 		d.bg.Go(func() {
+			defer done(n.ID())
 			if err := n.Start(d.bgCtx); err != nil {
 				d.log.Warn("node did not start", zap.String("session", sess), zap.String("node", n.ID()), zap.Error(err))
 			}
@@ -294,6 +302,13 @@ func (d *Daemon) Restore(ctx context.Context) error {
 	if !d.opts.Persist {
 		_, err := d.session(ctx, DefaultSession, true)
 		return err
+	}
+	// Temporaries of writes a SIGKILL cut short (issue 21): only this
+	// daemon, which holds the lock, writes under the sessions folder.
+	if n, err := atomicfile.RemoveStale(d.opts.Paths.Sessions); err != nil {
+		d.log.Warn("cleaning up after an earlier daemon", zap.Error(err))
+	} else if n > 0 {
+		d.log.Info("removed temporary files an earlier daemon left", zap.Int("files", n))
 	}
 	for _, clean := range d.opts.Cleanups {
 		if err := clean(d.opts.Paths.Sessions); err != nil {
@@ -345,9 +360,32 @@ func (d *Daemon) restoreOne(name string) {
 	h.s.LoadSettings(settings)
 	h.loading.Store(true)
 	var nodes []node.Node
+	left := d.leftoverRestoring(name)
+	saved := make(map[string]bool, len(specs))
+	var marks []string
 	for _, spec := range specs {
+		if _, held := left[spec.ID]; !held && node.ValidateID(spec.ID) == nil {
+			marks = append(marks, spec.ID)
+		}
+	}
+	d.markRestoring(name, marks)
+	for _, spec := range specs {
+		saved[spec.ID] = true
+		if began, ok := left[spec.ID]; ok {
+			// Its marker stays until `nerve node restart` or `rm`: a daemon
+			// started again before then holds it again.
+			reason := heldReason(spec.ID, began)
+			if _, err := h.s.Hold(spec, reason); err != nil {
+				d.log.Error("holding a node", zap.String("session", name), zap.String("node", spec.ID), zap.Error(err))
+				continue
+			}
+			d.log.Error("saved node not restored: the daemon died restoring it last time", zap.String("session", name), zap.String("node", spec.ID))
+			d.notice(fmt.Sprintf("session %q: node %q is ERROR: %s", name, spec.ID, reason))
+			continue
+		}
 		n, err := h.s.Register(spec)
 		if err != nil {
+			d.unmarkRestoring(name, spec.ID)
 			d.log.Error("saved node cannot be built; kept in the state file", zap.String("session", name), zap.String("node", spec.ID), zap.Error(err))
 			d.notice(fmt.Sprintf("session %q: node %q did not come back: %v", name, spec.ID, err))
 			h.orphanMu.Lock()
@@ -358,8 +396,13 @@ func (d *Daemon) restoreOne(name string) {
 		nodes = append(nodes, n)
 	}
 	h.loading.Store(false)
+	for id := range left {
+		if !saved[id] {
+			d.unmarkRestoring(name, id)
+		}
+	}
 	d.log.Info("session restored", zap.String("session", name), zap.Int("nodes", len(nodes)))
-	d.startInBackground(name, nodes)
+	d.startInBackground(name, nodes, func(id string) { d.unmarkRestoring(name, id) })
 }
 
 // WaitStarted waits until every background start (restore, default nodes)

@@ -242,6 +242,7 @@ func (d *Daemon) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("node")
+	defer d.unmarkRestoring(name, id) // a held node is held no more
 	if err := s.Remove(r.Context(), id); err != nil {
 		if errors.Is(err, node.ErrNotFound) && d.dropOrphan(name, id) {
 			writeJSON(w, http.StatusOK, struct{}{})
@@ -287,6 +288,9 @@ func (d *Daemon) handleRestart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("node")
+	// A held node keeps its restore marker until its restart returns: a
+	// restart that kills the daemon leaves it held at the next start.
+	defer d.unmarkRestoring(r.PathValue("session"), id)
 	if err := s.Restart(session.WithClientEnv(r.Context(), requestEnv(r)), id); err != nil {
 		status, e := apiError(err)
 		if status == http.StatusInternalServerError {

@@ -51,6 +51,12 @@ type explained struct {
 func (e *explained) Error() string { return e.msg }
 func (e *explained) Unwrap() error { return e.err }
 
+// MaxExpandDepth bounds how deeply ${NAME:-default} defaults may nest
+// (${A:-${B:-x}} nests 2 deep). Expansion recurses once per level, and a
+// saved spec nesting millions deep overflowed the daemon's stack on every
+// start (issue 21).
+const MaxExpandDepth = 32
+
 // refError is a reference nerve cannot expand: bad syntax, or a VS Code
 // ${input:...} / ${command:...} form that needs an editor.
 type refError struct {
@@ -73,14 +79,14 @@ func Expand(s string, lookup func(string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
 	}
-	out, _, err := expandText(s, 0, false, true, lookup)
+	out, _, err := expandText(s, 0, 0, false, true, lookup)
 	return out, err
 }
 
 // expandText expands s from byte i. Inside a default (inner) it stops at the
 // '}' that closes the default and returns the index after it. When eval is
 // false it only checks the syntax (a default that is not used).
-func expandText(s string, i int, inner, eval bool, lookup func(string) (string, bool)) (string, int, error) {
+func expandText(s string, i, depth int, inner, eval bool, lookup func(string) (string, bool)) (string, int, error) {
 	var b strings.Builder
 	for i < len(s) {
 		c := s[i]
@@ -94,7 +100,7 @@ func expandText(s string, i int, inner, eval bool, lookup func(string) (string, 
 			b.WriteString("${")
 			i += 3
 		case strings.HasPrefix(s[i:], "${"):
-			v, next, err := expandRef(s, i, eval, lookup)
+			v, next, err := expandRef(s, i, depth, eval, lookup)
 			if err != nil {
 				return "", 0, err
 			}
@@ -132,11 +138,20 @@ func scanName(s string, j int) int {
 }
 
 func errUnterminated(s string, i int) error {
-	return &refError{msg: fmt.Sprintf("unterminated variable reference in %q: close it with } (or write $${ for a literal ${)", s[i:])}
+	return &refError{msg: fmt.Sprintf("unterminated variable reference in %q: close it with } (or write $${ for a literal ${)", clip(s[i:]))}
+}
+
+// clip shortens what a message quotes of a value: a value may be megabytes.
+func clip(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
 }
 
 // expandRef expands the reference that starts with "${" at s[i].
-func expandRef(s string, i int, eval bool, lookup func(string) (string, bool)) (string, int, error) {
+func expandRef(s string, i, depth int, eval bool, lookup func(string) (string, bool)) (string, int, error) {
 	j := i + 2
 	k := scanName(s, j)
 	if k < len(s) && s[k] == ':' && !strings.HasPrefix(s[k:], ":-") && isLetters(s[j:k]) {
@@ -164,6 +179,7 @@ func expandRef(s string, i int, eval bool, lookup func(string) (string, bool)) (
 		if end := strings.IndexByte(s[i:], '}'); end >= 0 {
 			shown = s[i : i+end+1]
 		}
+		shown = clip(shown)
 		return "", 0, &refError{msg: fmt.Sprintf("invalid variable reference %s: write ${NAME} or ${NAME:-default}, NAME made of letters, digits and _ (or write $${ for a literal ${)", shown)}
 	}
 	var val string
@@ -178,7 +194,10 @@ func expandRef(s string, i int, eval bool, lookup func(string) (string, bool)) (
 		return val, k + 1, nil
 	}
 	useDefault := !set || val == ""
-	def, next, err := expandText(s, k+2, true, eval && useDefault, lookup)
+	if depth >= MaxExpandDepth {
+		return "", 0, &refError{msg: fmt.Sprintf("${%s:-...} nests defaults more than %d deep (the limit): write the value without nesting ${NAME:-${NAME:-...}} so deeply", ref, MaxExpandDepth)}
+	}
+	def, next, err := expandText(s, k+2, depth+1, true, eval && useDefault, lookup)
 	if err != nil {
 		var re *refError
 		if errors.As(err, &re) && strings.HasPrefix(re.msg, "unterminated") {

@@ -164,3 +164,68 @@ func BenchmarkExpand(b *testing.B) {
 		})
 	}
 }
+
+// Issue 21: nesting defaults 2,500,000 deep overflowed the stack; it is an
+// error naming the limit, and nesting up to the limit still works.
+func TestExpandDepthLimit(t *testing.T) {
+	unset := func(string) (string, bool) { return "", false }
+	ok := strings.Repeat("${A:-", MaxExpandDepth) + "x" + strings.Repeat("}", MaxExpandDepth)
+	if got, err := Expand(ok, unset); err != nil || got != "x" {
+		t.Errorf("nesting %d deep: %q, %v; want x", MaxExpandDepth, got, err)
+	}
+	for _, n := range []int{MaxExpandDepth + 1, 2_500_000} {
+		deep := strings.Repeat("${A:-", n) + "x" + strings.Repeat("}", n)
+		_, err := Expand(deep, unset)
+		if err == nil || !strings.Contains(err.Error(), "more than 32 deep (the limit)") {
+			t.Errorf("nesting %d deep: %v; want the limit named", n, err)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("nesting %d deep: the message is %d bytes: it quotes the whole value", n, len(err.Error()))
+		}
+	}
+}
+
+// FuzzExpandDeep (issue 21, item 5): defaults nested to any depth the
+// fuzzer picks, around any text. Past MaxExpandDepth the error names the
+// limit; within it, an unset variable's default is the inner text
+// expanded on its own.
+func FuzzExpandDeep(f *testing.F) {
+	f.Add(uint32(2_500_000), "x", false)
+	f.Add(uint32(32), "${B:-y}", true)
+	f.Add(uint32(5), "$${x}", false)
+	unset := func(string) (string, bool) { return "", false }
+	f.Fuzz(func(t *testing.T, depth uint32, inner string, env bool) {
+		d := int(depth % 3_000_000)
+		if len(inner) > 64 {
+			inner = inner[:64]
+		}
+		prefix := "${A:-"
+		if env {
+			prefix = "${env:A:-"
+		}
+		s := strings.Repeat(prefix, d) + inner + strings.Repeat("}", d)
+		out, err := Expand(s, unset)
+		if d > MaxExpandDepth {
+			if err == nil || !strings.Contains(err.Error(), "(the limit)") {
+				t.Fatalf("nesting %d deep: %q, %v; want the limit named", d, clip(out), err)
+			}
+			if len(err.Error()) > 400 {
+				t.Fatalf("a %d-byte message", len(err.Error()))
+			}
+			return
+		}
+		if strings.ContainsAny(inner, "}") {
+			return // the inner text closes a default itself
+		}
+		want, wErr := Expand(inner, unset)
+		if (err == nil) != (wErr == nil) {
+			if wErr == nil && strings.Contains(err.Error(), "(the limit)") {
+				return // the inner text's own defaults pass the limit here
+			}
+			t.Fatalf("%q: %v; alone %q: %v", s, err, inner, wErr)
+		}
+		if err == nil && out != want {
+			t.Fatalf("%q = %q; alone %q = %q", s, out, inner, want)
+		}
+	})
+}

@@ -293,5 +293,8 @@ func (f *file) syntaxError(err error) error {
 		}
 		msg += " (is a closing } or ] missing?)"
 	}
+	if strings.Contains(msg, "exceeded max depth") {
+		msg = "the JSON nests more than 10000 deep (the limit of Go's JSON decoder); an MCP config nests a few levels"
+	}
 	return f.errorf(off, "%s", msg)
 }

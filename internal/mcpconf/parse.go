@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -50,12 +51,25 @@ type Config struct {
 
 // Load reads and parses the config file at path.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading MCP config: %w", err)
 	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxConfigSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading MCP config: %w", err)
+	}
+	if len(data) > MaxConfigSize {
+		return nil, fmt.Errorf("%s: the file is over %d bytes (64 MiB, the limit for an MCP config): is it the right file?", path, MaxConfigSize)
+	}
 	return Parse(path, data)
 }
+
+// MaxConfigSize bounds a config file nerve reads. Claude Code's
+// ~/.claude.json, which keeps history beside its servers, can reach tens
+// of megabytes; nothing legitimate comes near this (issue 21).
+const MaxConfigSize = 64 << 20
 
 // Parse parses a config in any of the accepted formats (see docs/mcp.md).
 // path names the file in messages. Servers come back unexpanded. JSON

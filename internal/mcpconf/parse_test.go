@@ -233,3 +233,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// Issue 21: a config nesting past encoding/json's limit, and one over the
+// size limit, are errors naming the limit.
+func TestConfigLimits(t *testing.T) {
+	deep := `{"mcpServers": {"a": {"command": "x", "args": ` + strings.Repeat("[", 1_000_000) + strings.Repeat("]", 1_000_000) + `}}}`
+	_, err := Parse("deep.json", []byte(deep))
+	if err == nil || !strings.Contains(err.Error(), "nests more than 10000 deep (the limit") {
+		t.Errorf("a config nesting 1,000,000 deep: %v", err)
+	}
+	big := filepath.Join(t.TempDir(), "big.json")
+	if err := os.WriteFile(big, append([]byte(`{"mcpServers": {}, "x": "`), bytes.Repeat([]byte("a"), MaxConfigSize)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load(big)
+	if err == nil || !strings.Contains(err.Error(), "the limit for an MCP config") {
+		t.Errorf("a config over %d bytes: %v", MaxConfigSize, err)
+	}
+}

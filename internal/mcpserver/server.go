@@ -650,6 +650,15 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					s.Sync(ctx)
 				}
 			}
+		case "tools/call":
+			// The chain of calls this one is part of, when nerve (an mcp
+			// node) sends it: nesting is bounded across nerve's hops.
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+				var err error
+				if ctx, err = node.WithCallChain(ctx, node.ChainFromMeta(p.GetMeta())); err != nil {
+					return nil, err
+				}
+			}
 		case "logging/setLevel":
 			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
 				s.setLevel(ctx, string(p.Level))

@@ -138,6 +138,10 @@ func compile(in any) *compiled {
 		// value: the tool would be uncallable.
 		return &compiled{fast: noSchema.fast}
 	}
+	if mayLoop(s) {
+		// The library would recurse without end (a fatal stack overflow).
+		return &compiled{fast: noSchema.fast}
+	}
 	rs, err := s.Resolve(nil)
 	if err != nil {
 		return &compiled{fast: noSchema.fast}

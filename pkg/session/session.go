@@ -178,6 +178,36 @@ func (s *Session) register(spec node.Spec, pending bool) (*entry, error) {
 	e := &entry{spec: spec}
 	e.pending.Store(pending)
 	id := spec.ID
+	env := s.nodeEnv(e, id)
+	s.mu.Lock()
+	if _, ok := s.nodes[id]; ok {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("node %q: %w (remove it first with `nerve node rm %s`, or pick another name)", id, ErrExists, id)
+	}
+	// Reserve the id while the factory runs.
+	s.nodes[id] = e
+	s.mu.Unlock()
+
+	n, err := s.registry.Build(spec, env)
+	s.mu.Lock()
+	if err != nil {
+		delete(s.nodes, id)
+		s.mu.Unlock()
+		return nil, err
+	}
+	e.n = n
+	s.order = append(s.order, id)
+	s.mu.Unlock()
+	s.toolsets.Store(nil)
+	s.hub.publish(Event{Kind: EventNodeAdded, Node: id, NodeKind: spec.Kind})
+	if err := s.persist(); err != nil {
+		s.log.Error("saving specs", zap.Error(err))
+	}
+	return e, nil
+}
+
+// nodeEnv is what the session gives node id of entry e.
+func (s *Session) nodeEnv(e *entry, id string) node.Env {
 	env := node.Env{
 		Session: s.name,
 		Logger:  s.log.With(zap.String("node", id)),
@@ -204,31 +234,7 @@ func (s *Session) register(spec node.Spec, pending bool) (*entry, error) {
 	if s.dir != "" {
 		env.Dir = filepath.Join(s.dir, "nodes", id)
 	}
-	s.mu.Lock()
-	if _, ok := s.nodes[id]; ok {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("node %q: %w (remove it first with `nerve node rm %s`, or pick another name)", id, ErrExists, id)
-	}
-	// Reserve the id while the factory runs.
-	s.nodes[id] = e
-	s.mu.Unlock()
-
-	n, err := s.registry.Build(spec, env)
-	s.mu.Lock()
-	if err != nil {
-		delete(s.nodes, id)
-		s.mu.Unlock()
-		return nil, err
-	}
-	e.n = n
-	s.order = append(s.order, id)
-	s.mu.Unlock()
-	s.toolsets.Store(nil)
-	s.hub.publish(Event{Kind: EventNodeAdded, Node: id, NodeKind: spec.Kind})
-	if err := s.persist(); err != nil {
-		s.log.Error("saving specs", zap.Error(err))
-	}
-	return e, nil
+	return env
 }
 
 // Restore registers every spec and starts all the nodes in parallel. A node
@@ -294,6 +300,9 @@ func (s *Session) Restart(ctx context.Context, id string) error {
 	e, err := s.entry(id)
 	if err != nil {
 		return err
+	}
+	if _, ok := e.n.(*heldNode); ok {
+		return s.rebuild(ctx, e)
 	}
 	e.client.set(clientEnv(ctx))
 	if err := e.n.Stop(ctx); err != nil {
@@ -577,6 +586,12 @@ func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*
 	e, err := s.entry(id)
 	if err != nil {
 		return nil, err
+	}
+	// Each call through a session is a hop of the chain that may have come
+	// through graphs and nerve's own MCP endpoint (issue 21).
+	ctx, err = node.WithHop(ctx, s.name, id)
+	if err != nil {
+		return nil, fmt.Errorf("@%s %s: %w", id, req.Tool, err)
 	}
 	t, err := s.tool(ctx, e, req.Tool)
 	if err != nil {

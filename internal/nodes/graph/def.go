@@ -23,6 +23,10 @@ import (
 // DefaultMaxParallel bounds the steps (and foreach items) in flight.
 const DefaultMaxParallel = 8
 
+// MaxSourceSize bounds a graph's definition: it bounds every template and
+// condition in it, and what parsing one may cost (issue 21).
+const MaxSourceSize = 1 << 20
+
 // Pos is a place in a graph file.
 type Pos struct{ Line, Col int }
 
@@ -116,6 +120,9 @@ func (d *Def) Step(id string) *Step { return d.byID[id] }
 // can be checked without the session: names, references, policies, cycles.
 // A mistake is an Errors value with line:column positions.
 func Parse(src []byte) (*Def, error) {
+	if len(src) > MaxSourceSize {
+		return nil, Errors{{Msg: fmt.Sprintf("the graph is over %d bytes (1 MiB, the limit): split it into graphs that call each other", MaxSourceSize)}}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {

@@ -151,8 +151,19 @@ func (e *Expr) eval(sc *scope) (bool, error) {
 	return truthy(v), nil
 }
 
+// Limits of a `when:` condition. The parser recurses once per '(' and '!',
+// and a graph nesting millions of them overflowed the daemon's stack
+// (issue 21); a condition a person writes is a line or two.
+const (
+	MaxConditionLen   = 4096 // bytes
+	MaxConditionDepth = 64   // nested '(' and '!'
+)
+
 // ParseExpr parses a `when:` condition.
 func ParseExpr(src string) (*Expr, error) {
+	if len(src) > MaxConditionLen {
+		return nil, fmt.Errorf("the condition is %d bytes, over the limit of %d: compute the value in a step and test its result", len(src), MaxConditionLen)
+	}
 	p := &exprParser{src: src}
 	if err := p.lex(); err != nil {
 		return nil, err
@@ -179,10 +190,20 @@ type token struct {
 }
 
 type exprParser struct {
-	src  string
-	toks []token
-	i    int
-	refs []*Ref
+	src   string
+	toks  []token
+	i     int
+	refs  []*Ref
+	depth int // of '(' and '!' being parsed
+}
+
+// nest enters one level of '(' or '!' at t.
+func (p *exprParser) nest(t token) error {
+	p.depth++
+	if p.depth > MaxConditionDepth {
+		return fmt.Errorf("%q at column %d nests more than %d deep (the limit of '(' and '!' inside each other): simplify the condition", t.text, t.col, MaxConditionDepth)
+	}
+	return nil
 }
 
 func (p *exprParser) lex() error {
@@ -289,8 +310,12 @@ func (p *exprParser) and() (exprNode, error) {
 
 func (p *exprParser) unary() (exprNode, error) {
 	if p.peekOp("!") != "" {
+		if err := p.nest(p.toks[p.i]); err != nil {
+			return nil, err
+		}
 		p.i++
 		x, err := p.unary()
+		p.depth--
 		return notNode{x}, err
 	}
 	return p.cmp()
@@ -324,7 +349,11 @@ func (p *exprParser) primary() (exprNode, error) {
 	case "ref":
 		return refNode{t.ref}, nil
 	case "(":
+		if err := p.nest(t); err != nil {
+			return nil, err
+		}
 		x, err := p.or()
+		p.depth--
 		if err != nil {
 			return nil, err
 		}

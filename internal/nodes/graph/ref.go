@@ -158,26 +158,38 @@ func (t *Template) Refs() []*Ref {
 	return t.refs
 }
 
+// MaxTemplateDepth bounds how deeply the lists and objects of a template
+// (args, output, foreach) nest: compiling and evaluating recurse once per
+// level (issue 21).
+const MaxTemplateDepth = 64
+
 func compileTemplate(v any) (*Template, error) {
 	t := &Template{}
 	var err error
-	t.v, err = t.compile(v)
+	t.v, err = t.compile(v, 0)
 	return t, err
 }
 
-func (t *Template) compile(v any) (any, error) {
+func (t *Template) compile(v any, depth int) (any, error) {
+	if depth > MaxTemplateDepth {
+		return nil, fmt.Errorf("the value nests lists and objects more than %d deep (the limit): flatten it, or pass it as an input", MaxTemplateDepth)
+	}
 	switch v := v.(type) {
 	case string:
 		ts, err := compileString(v)
-		if err != nil || ts == nil {
+		if err != nil {
 			return v, err
+		}
+		if ts == nil {
+			// No reference: only $${ escapes to undo (docs/graphs.md).
+			return strings.ReplaceAll(v, "$${", "${"), nil
 		}
 		t.refs = append(t.refs, ts.refs...)
 		return ts, nil
 	case map[string]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			c, err := t.compile(e)
+			c, err := t.compile(e, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -187,7 +199,7 @@ func (t *Template) compile(v any) (any, error) {
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			c, err := t.compile(e)
+			c, err := t.compile(e, depth+1)
 			if err != nil {
 				return nil, err
 			}
@@ -219,7 +231,7 @@ func compileString(s string) (*tstring, error) {
 		}
 		j := strings.IndexByte(s[i:], '}')
 		if j < 0 {
-			return nil, fmt.Errorf("%q: ${ without a closing }", s)
+			return nil, fmt.Errorf("%q: ${ without a closing }", clipText(s))
 		}
 		r, err := parseRef(s[i+2 : i+j])
 		if err != nil {
@@ -412,4 +424,13 @@ func normalize(v any) any {
 		return v
 	}
 	return v
+}
+
+// clipText shortens what a message quotes: a graph may hold a megabyte.
+func clipText(s string) string {
+	const max = 80
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + "…"
 }

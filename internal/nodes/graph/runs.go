@@ -174,6 +174,10 @@ func (s *runStore) write(rec *Record) {
 		return
 	}
 	_ = atomicfile.Write(filepath.Join(s.dir, rec.ID+".json"), b, 0o600)
+	// After every write, not only when a run begins: runs that overlap
+	// (a graph called 9,980 deep through nerve's own endpoint) rewrote
+	// the files of runs pruned meanwhile, and all of them stayed (issue 21).
+	s.prune()
 }
 
 // prune removes the oldest run files beyond maxRunFiles.
@@ -220,7 +224,6 @@ func (s *runStore) begin(inputs map[string]any, d *Def, resumeID string) *active
 		a.index[st.ID] = i
 	}
 	s.write(rec)
-	s.prune()
 	s.remember(rec)
 	return a
 }

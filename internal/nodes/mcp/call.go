@@ -159,6 +159,13 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		params.Arguments = req.Arguments
 	}
 	params.SetProgressToken(token)
+	if chain := node.CallChain(ctx); len(chain) > 0 {
+		// A server that is nerve continues the chain (issue 21).
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[node.ChainMetaKey] = chain
+	}
 	res, err := c.cs.CallTool(cctx, params)
 	if err == nil {
 		return res, nil

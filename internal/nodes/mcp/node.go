@@ -341,6 +341,12 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		n.closeSession(ctx, c)
 		return nil, fmt.Errorf("node %s's server is nerve itself (session %s): a session cannot contain a nerve session, whose tools would include its own without end — remove it with `nerve node rm %s`", n.ID(), s, n.ID())
 	}
+	if target, ok := nerveNode(cs.InitializeResult()); ok {
+		c.closing.Store(true)
+		c.cancel()
+		n.closeSession(ctx, c)
+		return nil, fmt.Errorf("node %s's server is nerve's own endpoint of node %s: a node reached through nerve can call back into nerve without end (a graph that called itself this way ran 9,980 calls deep) — call that node directly as @%s, and remove this one with `nerve node rm %s`", n.ID(), target, target, n.ID())
+	}
 	if err := n.discover(sctx, c, listTools|listResources|listPrompts); err != nil {
 		return fail(err)
 	}
@@ -411,6 +417,19 @@ func nerveSession(init *mcp.InitializeResult) (string, bool) {
 		rest = "?"
 	}
 	return rest, true
+}
+
+// nerveNode reports whether the server is nerve's endpoint of one node
+// (internal/mcpserver in node mode: name "nerve/NODE") and names the node.
+func nerveNode(init *mcp.InitializeResult) (string, bool) {
+	if init == nil || init.ServerInfo == nil {
+		return "", false
+	}
+	target, ok := strings.CutPrefix(init.ServerInfo.Name, "nerve/")
+	if !ok || target == "" {
+		return "", false
+	}
+	return target, true
 }
 
 // setRoots offers the server the roots the user configured. With none

@@ -1,0 +1,108 @@
+package graph
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// Issue 21, item 2: the `when:` parser recursed once per '(' and '!', and a
+// condition nesting 2,000,000 parentheses (or 7,000,000 '!') overflowed the
+// stack. Now nesting and length have limits named in the message, and
+// nesting up to the limit still parses.
+func TestExprLimits(t *testing.T) {
+	atLimit := []string{
+		strings.Repeat("(", MaxConditionDepth) + "true" + strings.Repeat(")", MaxConditionDepth),
+		strings.Repeat("!", MaxConditionDepth) + "true",
+	}
+	for _, src := range atLimit {
+		if _, err := ParseExpr(src); err != nil {
+			t.Errorf("nesting %d deep: %v", MaxConditionDepth, err)
+		}
+	}
+	deep := []string{
+		strings.Repeat("(", MaxConditionDepth+1) + "true" + strings.Repeat(")", MaxConditionDepth+1),
+		strings.Repeat("!", MaxConditionDepth+1) + "true",
+		strings.Repeat("!(", 40) + "true" + strings.Repeat(")", 40),
+	}
+	for _, src := range deep {
+		_, err := ParseExpr(src)
+		if err == nil || !strings.Contains(err.Error(), "nests more than 64 deep (the limit") {
+			t.Errorf("ParseExpr(%.20q…) = %v; want the nesting limit named", src, err)
+		}
+	}
+	for _, src := range []string{
+		strings.Repeat("(", 2_000_000) + "true" + strings.Repeat(")", 2_000_000),
+		strings.Repeat("!", 7_000_000) + "true",
+		strings.Repeat("true && ", 1000) + "true",
+	} {
+		_, err := ParseExpr(src)
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("over the limit of %d", MaxConditionLen)) {
+			t.Errorf("ParseExpr of %d bytes = %v; want the length limit named", len(src), err)
+		}
+	}
+}
+
+// Templates nest lists and objects at most MaxTemplateDepth deep.
+func TestTemplateDepthLimit(t *testing.T) {
+	nest := func(n int) string {
+		return "steps:\n  a:\n    call: echo.identity\n    args: {text: " + strings.Repeat("[", n) + "x" + strings.Repeat("]", n) + "}\n"
+	}
+	if _, err := Parse([]byte(nest(MaxTemplateDepth - 1))); err != nil {
+		t.Errorf("args nesting %d deep: %v", MaxTemplateDepth-1, err)
+	}
+	_, err := Parse([]byte(nest(MaxTemplateDepth + 1)))
+	if err == nil || !strings.Contains(err.Error(), "more than 64 deep (the limit)") {
+		t.Errorf("args nesting %d deep: %v; want the limit named", MaxTemplateDepth+1, err)
+	}
+}
+
+// A graph's source is at most MaxSourceSize bytes; the repro's 4 MB graph
+// is refused before it is parsed.
+func TestSourceSizeLimit(t *testing.T) {
+	src := "steps:\n  a:\n    call: echo.identity\n    args: {text: x}\n    when: \"" +
+		strings.Repeat("(", 2_000_000) + "true" + strings.Repeat(")", 2_000_000) + "\"\n"
+	_, err := Parse([]byte(src))
+	if err == nil || !strings.Contains(err.Error(), "over 1048576 bytes (1 MiB, the limit)") {
+		t.Errorf("a %d-byte graph: %v; want the size limit named", len(src), err)
+	}
+}
+
+// docs/graphs.md: `$${` is a literal `${`, also in a string with no
+// reference (it stayed `$${inputs.x}`).
+func TestDollarEscapeWithoutReference(t *testing.T) {
+	tpl, err := compileTemplate(map[string]any{"a": "$${inputs.x}", "b": "$$${x}", "c": "cost: $5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := tpl.eval(&scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(map[string]any)
+	for k, want := range map[string]string{"a": "${inputs.x}", "b": "$${x}", "c": "cost: $5"} {
+		if m[k] != want {
+			t.Errorf("%s = %q, want %q", k, m[k], want)
+		}
+	}
+}
+
+// Issue 21, item 4: runs that overlap rewrote the files of runs pruned
+// when a later one began, and a recursion kept 9,979 records. Now at most
+// maxRunFiles stay after every write.
+func TestOverlappingRunsArePruned(t *testing.T) {
+	dir := t.TempDir()
+	s := newRunStore(dir, "g")
+	d := &Def{Steps: []*Step{{ID: "a"}}}
+	var runs []*activeRun
+	for range maxRunFiles + 30 {
+		runs = append(runs, s.begin(nil, d, ""))
+	}
+	for i := len(runs) - 1; i >= 0; i-- { // the innermost ends first
+		runs[i].step(StepRecord{ID: "a", State: "done"})
+		runs[i].end("x", nil, false)
+	}
+	if n := len(s.files()); n > maxRunFiles {
+		t.Errorf("%d run files kept after %d overlapping runs; want at most %d", n, len(runs), maxRunFiles)
+	}
+}
