@@ -170,6 +170,6 @@ func runSessionShow(ctx context.Context, env *Env, inv *Invocation) error {
 	if expose == "" {
 		expose = "every tool"
 	}
-	fmt.Fprintf(env.Stdout, "session %s\nidle    %s\nexpose  %s\n", s.Name(), idle, expose)
+	fmt.Fprintf(env.Stdout, "session %s\nidle  %s\nexpose  %s\n", s.Name(), idle, expose)
 	return nil
 }
