@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/toolsearch"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -86,6 +88,13 @@ type Server struct {
 	// exposure is it with the session's default, as of the last Sync.
 	own      Exposure
 	exposure atomic.Pointer[Exposure]
+
+	// catMu guards catalog and index: in discovery mode, the tools
+	// call_tool may call by served name, and their search index (nil
+	// until a search needs it).
+	catMu   sync.Mutex
+	catalog map[string]wantTool
+	index   *toolsearch.Index
 
 	// inflightMu guards inflight: the client of each tool call running,
 	// in the order they started.
@@ -185,6 +194,12 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 	}
 	if s.opts.Node == "" {
 		o.Instructions = "The tools of a nerve session: each is named node.tool after the node (a bash shell, an MCP server, Claude Code, an agent) that provides it."
+		if s.opts.Discover {
+			o.Instructions += " They are not listed: find them with search_tools (a query in words), then call one with call_tool."
+		}
+		if s.opts.Manage {
+			o.Instructions += " list_nodes shows the nodes and why one failed; restart_node brings one back."
+		}
 		return o
 	}
 	// Node mode mirrors the server behind the node when it is known now.
@@ -289,6 +304,13 @@ func (s *Server) Sync(ctx context.Context) {
 	if err != nil {
 		s.log.Warn("listing the session's tools", zap.Error(err))
 		return
+	}
+	if s.opts.Discover {
+		s.setCatalog(want)
+		want = s.discoveryTools(exp)
+	}
+	if s.opts.Manage {
+		maps.Copy(want, s.manageTools(exp))
 	}
 	s.applyTools(want)
 	s.syncFeatures(ctx)
