@@ -1,0 +1,116 @@
+//go:build unix
+
+package mcpserver_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+)
+
+// nodeStates returns every node's state from `nerve node ls --json`.
+func (h *nerveHome) nodeStates(t *testing.T) map[string]string {
+	t.Helper()
+	var infos []struct{ ID, State string }
+	if err := json.Unmarshal([]byte(h.run(t, "--json", "node", "ls")), &infos); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, in := range infos {
+		out[in.ID] = in.State
+	}
+	return out
+}
+
+// TestInspectorDiscover: `nerve mcp serve --discover` (and ?discover=1)
+// seen through the MCP Inspector CLI with real servers restored lazily
+// after a daemon restart: at most five tools listed, search_tools finds
+// fs.read_text_file for "read a text file" without starting anything, and
+// call_tool runs it, starting fs and only fs (issue 19).
+func TestInspectorDiscover(t *testing.T) {
+	h := newNerveHome(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "a.txt")
+	if err := os.WriteFile(file, []byte("hello from a text file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.run(t, append([]string{"node", "add", "mcp", "fs", "--"}, npmfix.ServerFilesystem(t, dir)...)...)
+	h.run(t, append([]string{"node", "add", "mcp", "ev", "--"}, npmfix.ServerEverything(t)...)...)
+	h.run(t, "daemon", "stop")
+	// The next command starts the daemon again; fs and ev come back lazily.
+	st := h.nodeStates(t)
+	if st["fs"] == "READY" || st["ev"] == "READY" {
+		t.Fatalf("states after the restart %v: want fs and ev lazy (not running)", st)
+	}
+	base, token := h.url(t)
+	for _, target := range [][]string{
+		{h.bin, "mcp", "serve", "-e", "NERVE_HOME=" + h.home, "--discover"},
+		{base + "?discover=1", "--transport", "http", "--header", "Authorization: Bearer " + token},
+	} {
+		if got := inspectorTools(t, target); len(got) > 5 || !slices.Equal(got, []string{"call_tool", "describe_tool", "search_tools"}) {
+			t.Errorf("tools/list with discovery = %v, want the three meta-tools", got)
+		}
+	}
+	stdio := []string{h.bin, "mcp", "serve", "-e", "NERVE_HOME=" + h.home, "--discover"}
+	out := inspector(t, append(stdio, "--method", "tools/call", "--tool-name", "search_tools", "--tool-arg", "query=read a text file")...)
+	if !strings.Contains(out, "fs.read_text_file") {
+		t.Errorf("search_tools \"read a text file\" did not find fs.read_text_file:\n%s", out)
+	}
+	if st := h.nodeStates(t); st["fs"] == "READY" || st["ev"] == "READY" {
+		t.Errorf("states after searching %v: a search must not start servers", st)
+	}
+	args, _ := json.Marshal(map[string]string{"path": file})
+	out = inspector(t, append(stdio, "--method", "tools/call", "--tool-name", "call_tool",
+		"--tool-arg", "name=fs.read_text_file", "--tool-arg", "arguments="+string(args))...)
+	if !strings.Contains(out, "hello from a text file") || strings.Contains(out, `"isError": true`) {
+		t.Errorf("call_tool fs.read_text_file:\n%s", out)
+	}
+	if st := h.nodeStates(t); st["fs"] != "READY" || st["ev"] == "READY" {
+		t.Errorf("states after call_tool %v: want fs READY and ev still not running", st)
+	}
+}
+
+// TestInspectorManage: `nerve mcp serve --manage` through the MCP
+// Inspector CLI: a server killed behind nerve's back shows in list_nodes
+// as ERROR with the reason, and restart_node brings it back (issue 19).
+func TestInspectorManage(t *testing.T) {
+	h := newNerveHome(t)
+	h.run(t, append([]string{"node", "add", "mcp", "ev", "--"}, npmfix.ServerEverything(t)...)...)
+	var d struct {
+		Info struct {
+			Details struct {
+				PID int `json:"pid"`
+			} `json:"details"`
+		} `json:"info"`
+	}
+	if err := json.Unmarshal([]byte(h.run(t, "--json", "node", "info", "ev")), &d); err != nil || d.Info.Details.PID == 0 {
+		t.Fatalf("node info ev: %v %+v", err, d)
+	}
+	if err := syscall.Kill(d.Info.Details.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() bool { return h.nodeStates(t)["ev"] == "ERROR" }, "ev to go ERROR after its server was killed")
+	stdio := []string{h.bin, "mcp", "serve", "-e", "NERVE_HOME=" + h.home, "--manage"}
+	if got := inspectorTools(t, stdio); !slices.Contains(got, "list_nodes") || !slices.Contains(got, "restart_node") {
+		t.Fatalf("tools/list with --manage = %v", got)
+	}
+	out := inspector(t, append(stdio, "--method", "tools/call", "--tool-name", "list_nodes")...)
+	if !strings.Contains(out, `\"id\":\"ev\"`) || !strings.Contains(out, `\"state\":\"ERROR\"`) || !strings.Contains(out, "signal") {
+		t.Errorf("list_nodes does not show ev in ERROR with its reason:\n%s", out)
+	}
+	out = inspector(t, append(stdio, "--method", "tools/call", "--tool-name", "restart_node", "--tool-arg", "node=ev")...)
+	if !strings.Contains(out, `\"state\":\"READY\"`) {
+		t.Errorf("restart_node ev:\n%s", out)
+	}
+	if st := h.nodeStates(t); st["ev"] != "READY" {
+		t.Errorf("ev is %s after restart_node", st["ev"])
+	}
+}
