@@ -159,6 +159,16 @@ func params(schema any) map[string]string {
 	switch v := schema.(type) {
 	case nil:
 		return nil
+	case map[string]any: // a schema decoded from JSON: no round trip
+		props, _ := v["properties"].(map[string]any)
+		out := make(map[string]string, len(props))
+		for name, p := range props {
+			m, _ := p.(map[string]any)
+			title, _ := m["title"].(string)
+			desc, _ := m["description"].(string)
+			out[name] = strings.TrimSpace(title + " " + desc)
+		}
+		return out
 	case json.RawMessage:
 		data = v
 	default:
