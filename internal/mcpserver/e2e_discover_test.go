@@ -50,10 +50,14 @@ func TestInspectorDiscover(t *testing.T) {
 	if st["fs"] == "READY" || st["ev"] == "READY" {
 		t.Fatalf("states after the restart %v: want fs and ev lazy (not running)", st)
 	}
-	base, token := h.url(t)
+	// `nerve mcp url --discover` puts the flag in the URL (?discover=1).
+	lines := strings.Fields(h.run(t, "mcp", "url", "--discover"))
+	if len(lines) != 2 || !strings.HasSuffix(lines[0], "?discover=1") {
+		t.Fatalf("nerve mcp url --discover printed %q", lines)
+	}
 	for _, target := range [][]string{
 		{h.bin, "mcp", "serve", "-e", "NERVE_HOME=" + h.home, "--discover"},
-		{base + "?discover=1", "--transport", "http", "--header", "Authorization: Bearer " + token},
+		{lines[0], "--transport", "http", "--header", "Authorization: Bearer " + lines[1]},
 	} {
 		if got := inspectorTools(t, target); len(got) > 5 || !slices.Equal(got, []string{"call_tool", "describe_tool", "search_tools"}) {
 			t.Errorf("tools/list with discovery = %v, want the three meta-tools", got)
