@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/toolsearch"
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // The meta-tools of discovery mode (Options.Discover, issue 19): a client
@@ -163,11 +164,24 @@ func jsonResult(v any) (*mcp.CallToolResult, error) {
 
 // waitStarting waits for the servers that are starting, as tools/list
 // does, so a search right after the daemon started sees every server's
-// tools.
+// tools. With none starting (the usual case) it costs one look at the
+// nodes, not a Sync.
 func (s *Server) waitStarting(ctx context.Context) {
-	if w, ok := s.b.(interface{ WaitStarting(context.Context) }); ok && s.opts.Node == "" {
-		w.WaitStarting(ctx)
-		s.Sync(ctx)
+	w, ok := s.b.(interface{ WaitStarting(context.Context) })
+	if !ok || s.opts.Node != "" {
+		return
+	}
+	infos, err := s.b.Nodes(ctx)
+	if err != nil {
+		return
+	}
+	for _, in := range infos {
+		lazy, _ := in.Details["lazy"].(bool)
+		if in.State == node.Starting || in.State == node.Created && !lazy {
+			w.WaitStarting(ctx)
+			s.Sync(ctx)
+			return
+		}
 	}
 }
 
