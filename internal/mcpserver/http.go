@@ -79,7 +79,9 @@ type serverKey struct {
 type httpServer struct {
 	s    *Server
 	h    http.Handler
-	done chan struct{} // closed when Run returned
+	stop context.CancelFunc // ends Run
+	done chan struct{}      // closed when Run returned
+	made time.Time
 }
 
 // NewHTTPHandler returns the endpoint's handler.
@@ -138,8 +140,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	srv, err := h.server(r.Context(), key)
 	if err != nil {
 		status := http.StatusBadGateway
-		if errors.Is(err, node.ErrNotFound) || strings.Contains(err.Error(), "no session") {
+		switch {
+		case errors.Is(err, node.ErrNotFound) || strings.Contains(err.Error(), "no session"):
 			status = http.StatusNotFound
+		case errors.Is(err, errTooMany):
+			status = http.StatusServiceUnavailable
 		}
 		http.Error(w, err.Error(), status)
 		return
@@ -230,7 +235,11 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 		ReadOnly: key.readOnly, Discover: key.discover, Manage: key.manage,
 		Version: h.opts.Version, Logger: h.log,
 	})
-	hs := &httpServer{s: s, done: make(chan struct{})}
+	if err := h.makeRoomLocked(); err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(h.ctx)
+	hs := &httpServer{s: s, stop: stop, done: make(chan struct{}), made: time.Now()}
 	hs.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: h.opts.MaxBody,
@@ -241,18 +250,56 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 	})
 	h.wg.Go(func() {
 		defer close(hs.done)
-		if err := s.Run(h.ctx); err != nil {
+		defer stop()
+		if err := s.Run(runCtx); err != nil {
 			h.log.Info("MCP endpoint server ended", zap.String("session", key.session), zap.String("node", key.node), zap.Error(err))
 		}
 	})
 	select {
 	case <-s.Ready():
 	case <-ctx.Done():
+		stop()
 		return nil, ctx.Err()
 	}
 	h.servers[key] = hs
 	return hs, nil
 }
+
+// maxServers bounds the servers one handler keeps: each distinct
+// combination of session, node and query (?tools=…) is a server with its
+// own subscription to the session, so a client that varies the query
+// must not grow the daemon without end.
+const maxServers = 64
+
+// idleGrace spares a server made this recently from eviction: its first
+// client may be between finding it and initializing.
+var idleGrace = time.Minute
+
+// makeRoomLocked makes room for one more server by stopping those no
+// client is connected to; with none to stop it refuses. h.mu is held.
+func (h *HTTPHandler) makeRoomLocked() error {
+	if len(h.servers) < maxServers {
+		return nil
+	}
+	for key, hs := range h.servers {
+		idle := time.Since(hs.made) > idleGrace
+		for range hs.s.MCP().Sessions() {
+			idle = false
+			break
+		}
+		if idle {
+			hs.stop()
+			delete(h.servers, key)
+		}
+	}
+	if len(h.servers) >= maxServers {
+		return fmt.Errorf("%w: %d MCP endpoint variants (?tools=, ?discover=, … ) have clients connected, the most one daemon serves: reuse a URL, or close clients you no longer need", errTooMany, maxServers)
+	}
+	return nil
+}
+
+// errTooMany is a request for one server too many (503).
+var errTooMany = errors.New("too many MCP endpoint variants in use")
 
 // loopbackHost reports whether a Host header names this machine's
 // loopback interface (with any port).
