@@ -44,6 +44,8 @@ func TestDiscover(t *testing.T) {
 	addNode(t, s, fixtureNode(t, "fy"))
 	addNode(t, s, node.Spec{ID: "echo", Kind: "identity"})
 	addNode(t, s, node.Spec{ID: "sh", Kind: "bash"})
+	src, _ := json.Marshal(map[string]string{"source": "description: greets a visitor by name\ninputs:\n  who: {type: string}\nsteps:\n  hi: {call: echo.identity, args: {text: \"hello ${inputs.who}\"}}\n"})
+	addNode(t, s, node.Spec{ID: "welcome", Kind: "graph", Options: src})
 	// Stopped with a catalogue: lazy, their tools still listed.
 	for _, id := range []string{"fx", "fy"} {
 		n, _ := s.Node(id)
@@ -117,6 +119,15 @@ func TestDiscover(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Error("no progress from fx.slow through call_tool")
+	}
+
+	// A graph is found and run like any tool.
+	if got := searchNames(t, cs, "greet a visitor"); len(got) == 0 || got[0] != "welcome.run" {
+		t.Errorf("search \"greet a visitor\" found %v, want welcome.run first", got)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolCall, Arguments: map[string]any{"name": "welcome.run", "arguments": map[string]any{"who": "ada"}}})
+	if err != nil || res.IsError || !strings.Contains(mustJSON(res), "hello ada") {
+		t.Errorf("call_tool welcome.run: %v %s", err, mustJSON(res))
 	}
 
 	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolDescribe, Arguments: map[string]any{"name": "fy.echo"}})
