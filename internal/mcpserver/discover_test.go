@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -143,4 +145,31 @@ func mustState(t *testing.T, s *session.Session, id string) node.State {
 		t.Fatal(err)
 	}
 	return n.State()
+}
+
+// TestDiscoverCancellation: cancelling call_tool cancels the call it
+// made, and the server behind the node hears of it.
+func TestDiscoverCancellation(t *testing.T) {
+	s := newSession(t)
+	addNode(t, s, fixtureNode(t, "fx"))
+	cs, ev := connect(t, serve(t, NewSessionBackend(s), &Options{Discover: true}), nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	p := &mcp.CallToolParams{Name: ToolCall, Arguments: map[string]any{"name": "fx.slow", "arguments": map[string]any{"ms": 60000, "steps": 600}}}
+	p.SetProgressToken("c")
+	errc := make(chan error, 1)
+	go func() { _, err := cs.CallTool(ctx, p); errc <- err }()
+	select {
+	case <-ev.progress:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress from fx.slow through call_tool")
+	}
+	cancel()
+	if err := <-errc; err == nil {
+		t.Fatal("cancelled call_tool returned no error")
+	}
+	n, _ := s.Node("fx")
+	tail := n.(interface{ StderrTail() []string })
+	testutil.WaitFor(t, 10*time.Second, func() bool {
+		return slices.ContainsFunc(tail.StderrTail(), func(l string) bool { return strings.Contains(l, "slow: cancelled") })
+	}, "the server behind the node to say the call was cancelled")
 }
