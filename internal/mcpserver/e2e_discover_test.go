@@ -4,6 +4,7 @@ package mcpserver_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
@@ -80,6 +83,44 @@ func TestInspectorDiscover(t *testing.T) {
 	if st := h.nodeStates(t); st["fs"] != "READY" || st["ev"] == "READY" {
 		t.Errorf("states after call_tool %v: want fs READY and ev still not running", st)
 	}
+
+	// The same through a Go SDK client on the HTTP endpoint: it finds
+	// ev's echo and calls it, starting ev.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "sdk", Version: "1"}, nil).Connect(t.Context(), &mcp.StreamableClientTransport{
+		Endpoint: lines[0], HTTPClient: &http.Client{Transport: bearerRT(lines[1])},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	lt, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(lt.Tools) > 5 {
+		t.Fatalf("SDK tools/list: %v, %d tools", err, len(lt.Tools))
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "read a text file"}})
+	if err != nil || res.IsError || !strings.Contains(textOf(res), `"name":"fs.read_text_file"`) {
+		t.Errorf("SDK search_tools: %v %v", err, textOf(res))
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "ev.echo", "arguments": map[string]any{"message": "from the sdk"}}})
+	if err != nil || res.IsError || !strings.Contains(textOf(res), "from the sdk") {
+		t.Errorf("SDK call_tool ev.echo: %v %v", err, textOf(res))
+	}
+	if st := h.nodeStates(t); st["ev"] != "READY" {
+		t.Errorf("ev is %s after call_tool ev.echo, want READY", st["ev"])
+	}
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }
 
 // TestInspectorManage: `nerve mcp serve --manage` through the MCP
