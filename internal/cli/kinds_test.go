@@ -189,7 +189,12 @@ func TestNodeAddLLM(t *testing.T) {
 		// Anthropic's API has one home: --base-url may be left out.
 		{argv: []string{"node", "add", "llm", "an", "--provider", "anthropic", "--model", "m", "--api-key", "${NERVE_TEST_KEY}"}, stdout: "READY"},
 		{argv: []string{"node", "add", "llm", "lit2", "--provider", "anthropic", "--model", "m", "--api-key", "sk-x"}, code: ExitUsage, stderr: "--api-key '${ANTHROPIC_API_KEY}'"},
+		{argv: []string{"node", "add", "llm", "disc", "--base-url", s.URL, "--model", "m", "--tools", "*", "--discover"}, stdout: "READY"},
+		{argv: []string{"node", "add", "llm", "x", "--base-url", s.URL, "--model", "m", "--discover"}, code: ExitUsage, stderr: "add --tools '*'"},
 	})
+	if o := options(t, nodeDetail(t, env, out, "disc")); o["discover"] != true {
+		t.Errorf("--discover saved as %v", o["discover"])
+	}
 	if o := options(t, nodeDetail(t, env, out, "an")); o["base_url"] != "https://api.anthropic.com" {
 		t.Errorf("anthropic node's base_url = %v; want the API's home", o["base_url"])
 	}

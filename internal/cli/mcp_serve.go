@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 func mcpCmd() *Command {
@@ -22,7 +23,7 @@ for configs of Claude Code, Claude Desktop and VS Code.`,
 			{
 				Name:    "serve",
 				Summary: "serve the session (or one node) as an MCP server on stdio",
-				Usage:   "mcp serve [-s SESSION] [--node NAME] [--names qualified|llm]",
+				Usage:   "mcp serve [-s SESSION] [--node NAME] [--names qualified|llm] [--tools GLOBS] [--read-only] [--discover] [--manage]",
 				Help: `Speaks MCP on stdin/stdout, backed by the daemon (started if needed), so
 that {"command": "nerve", "args": ["mcp", "serve"]} in any MCP config gives
 that client the session: every tool of every ready node as node.tool, the
@@ -34,10 +35,27 @@ when nodes come and go.
 sampling and elicitation requests go to the client): a persistent proxy for
 one MCP server.
 
---names llm serves node__tool instead, for clients that reject dots.`,
+--names llm serves node__tool instead, for clients that reject dots.
+
+--tools GLOBS gives this client only some tools: comma-separated globs over
+node.tool, "!" to exclude ('fs.*,github.*,!github.delete_*'); a hidden tool
+is neither listed nor callable. It narrows the session's own filter
+(` + "`nerve session set expose GLOBS`" + `), never widens it. --read-only keeps
+only the tools their server marks readOnlyHint.
+
+--discover serves three tools instead of every tool: search_tools (find
+tools by what they do), describe_tool and call_tool, for sessions with
+more tools than a model should read on every request.
+
+--manage adds list_nodes (the nodes, their states and last errors) and
+restart_node, so a model can see why a server died and bring it back.`,
 				Flags: []*Flag{
 					{Name: "node", Value: "NAME", Usage: "serve only node NAME, unprefixed, with all its capabilities"},
 					{Name: "names", Value: "qualified|llm", Usage: "tool names: node.tool (default) or node__tool"},
+					{Name: "tools", Value: "GLOBS", Usage: "only these tools: globs over node.tool, ! to exclude ('fs.*,!fs.write_*')"},
+					{Name: "read-only", Usage: "only tools annotated readOnlyHint"},
+					{Name: "discover", Usage: "serve search_tools, describe_tool and call_tool instead of every tool"},
+					{Name: "manage", Usage: "add list_nodes and restart_node"},
 				},
 				Complete: "node",
 				Run:      runMCPServe,
@@ -45,11 +63,18 @@ one MCP server.
 			{
 				Name:    "url",
 				Summary: "print the session's streamable HTTP endpoint and its bearer token",
-				Usage:   "mcp url [-s SESSION] [--node NAME]",
+				Usage:   "mcp url [-s SESSION] [--node NAME] [--names qualified|llm] [--tools GLOBS] [--read-only] [--discover] [--manage]",
 				Help: `Prints two lines: the URL, then the token to send as
-"Authorization: Bearer TOKEN". The endpoint listens on 127.0.0.1 only.`,
+"Authorization: Bearer TOKEN". The endpoint listens on 127.0.0.1 only.
+The flags are those of ` + "`nerve mcp serve`" + `, put in the URL's query
+(?tools=GLOBS&discover=1).`,
 				Flags: []*Flag{
 					{Name: "node", Value: "NAME", Usage: "the endpoint of node NAME alone"},
+					{Name: "names", Value: "qualified|llm", Usage: "tool names: node.tool (default) or node__tool"},
+					{Name: "tools", Value: "GLOBS", Usage: "only these tools: globs over node.tool, ! to exclude"},
+					{Name: "read-only", Usage: "only tools annotated readOnlyHint"},
+					{Name: "discover", Usage: "search_tools, describe_tool and call_tool instead of every tool"},
+					{Name: "manage", Usage: "add list_nodes and restart_node"},
 				},
 				Run: runMCPURL,
 			},
@@ -61,9 +86,9 @@ func runMCPServe(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) > 0 {
 		return usagef(inv, "`nerve mcp serve` takes no arguments (serve one node with --node NAME)")
 	}
-	names := inv.Flag("names")
-	if err := mcpserver.ValidateNames(names); err != nil {
-		return usagef(inv, "%v", err)
+	o, err := serveOptions(inv)
+	if err != nil {
+		return err
 	}
 	// Apps (Claude Desktop, editors) start MCP servers with a minimal
 	// environment: a daemon started from here uses the login shell's PATH,
@@ -87,7 +112,8 @@ func runMCPServe(ctx context.Context, env *Env, inv *Invocation) error {
 	// The daemon serves MCP on the connection itself; this process only
 	// relays bytes, so a message costs no decode, encode or extra request
 	// here.
-	conn, err := s.MCPStdio(ctx, id, names)
+	o.Node = id
+	conn, err := s.MCPStdioWith(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -97,6 +123,19 @@ func runMCPServe(ctx context.Context, env *Env, inv *Invocation) error {
 		in = os.Stdin
 	}
 	return relay(ctx, conn, in, env.Stdout)
+}
+
+// serveOptions reads the flags `mcp serve` and `mcp url` share.
+func serveOptions(inv *Invocation) (api.MCPServe, error) {
+	o := api.MCPServe{
+		Names: inv.Flag("names"), Tools: inv.Flag("tools"),
+		ReadOnly: inv.Bool("read-only"), Discover: inv.Bool("discover"), Manage: inv.Bool("manage"),
+	}
+	check := mcpserver.Options{Names: o.Names, Tools: o.Tools}
+	if err := check.Validate(); err != nil {
+		return o, usagef(inv, "%v", err)
+	}
+	return o, nil
 }
 
 // relay copies in to conn and conn to out until the daemon closes conn.

@@ -10,6 +10,10 @@ func runMCPURL(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) > 0 {
 		return usagef(inv, "`nerve mcp url` takes no arguments (one node's endpoint: --node NAME)")
 	}
+	o, err := serveOptions(inv)
+	if err != nil {
+		return err
+	}
 	s, err := env.session(ctx)
 	if err != nil {
 		return err
@@ -24,6 +28,9 @@ func runMCPURL(ctx context.Context, env *Env, inv *Invocation) error {
 			return err
 		}
 		url = strings.Replace(ep.NodeURL, "NODE", id, 1)
+	}
+	if q := o.Query(); len(q) > 0 {
+		url += "?" + q.Encode()
 	}
 	if env.JSON {
 		return printJSON(env, map[string]string{"url": url, "token": ep.Token, "token_file": ep.TokenFile})

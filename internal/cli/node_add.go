@@ -60,6 +60,7 @@ func nodeAddFlags() []*Flag {
 		{Name: "api-key", Value: "'${VAR}'", Usage: "API key as a reference to an environment variable of the daemon, in single quotes", Kinds: onlyLLM},
 		{Name: "allow-literal-key", Usage: "accept a literal --api-key (it is saved in clear text in the session's file)", Kinds: onlyLLM},
 		{Name: "tools", Value: "LIST", Usage: "session tools the model may call: node ids, globs (fs.read_*), * for all; comma-separated", Kinds: onlyLLM},
+		{Name: "discover", Usage: "offer the model search_tools and call_tool instead of every tool --tools chooses (for many tools)", Kinds: onlyLLM},
 		{Name: "system", Value: "TEXT", Usage: "system prompt", Kinds: onlyLLM},
 		{Name: "max-steps", Value: "N", Usage: fmt.Sprintf("model requests per chat call at most (default %d)", llm.DefaultMaxSteps), Kinds: onlyLLM},
 		{Name: "temperature", Value: "X", Usage: "sampling temperature", Kinds: onlyLLM},
@@ -120,7 +121,7 @@ Examples:
   nerve node add mcp fs -- npx -y @modelcontextprotocol/server-filesystem /tmp
   nerve node add mcp gh --url https://host/mcp --header 'Authorization: Bearer ${TOKEN}'
   nerve node add mcp old --url https://host/sse --transport sse --timeout 2m`},
-	kindLLM: {"node add llm NAME --base-url URL --model M [--api-key '${VAR}'] [--tools LIST] [--system TEXT] [--max-steps N] [--header 'K: V'] [--temperature X] [--max-tokens N] [--stream=false] [--timeout D]", `A conversation with a model behind an OpenAI-compatible API (or Anthropic's
+	kindLLM: {"node add llm NAME --base-url URL --model M [--api-key '${VAR}'] [--tools LIST] [--discover] [--system TEXT] [--max-steps N] [--header 'K: V'] [--temperature X] [--max-tokens N] [--stream=false] [--timeout D]", `A conversation with a model behind an OpenAI-compatible API (or Anthropic's
 Messages API with --provider anthropic), which may call
 the session's tools named by --tools. Give the API key as a reference,
 in single quotes so your shell leaves it alone: it is saved unexpanded and
@@ -129,7 +130,8 @@ read from the daemon's environment when the node starts.
 Examples:
   nerve node add llm local --base-url http://127.0.0.1:8080/v1 --model qwen3 --tools fs,sh
   nerve node add llm gpt --base-url https://api.openai.com/v1 --model gpt-4o-mini --api-key '${OPENAI_API_KEY}' --tools '*'
-  nerve node add llm claude-api --provider anthropic --model claude-sonnet-4-5 --api-key '${ANTHROPIC_API_KEY}' --tools '*'`},
+  nerve node add llm claude-api --provider anthropic --model claude-sonnet-4-5 --api-key '${ANTHROPIC_API_KEY}' --tools '*'
+  nerve node add llm many --base-url http://127.0.0.1:8080/v1 --model qwen3 --tools '*' --discover`},
 	kindClaude: {"node add claude NAME [--mcp-config F] [--strict-mcp-config] [--session-tools] [--fork-from NODE] [--permission-mode M] [--timeout D] [-- COMMAND ARGS...]", `Claude Code, kept running with its conversation (resumed after a restart).
 The command defaults to ` + "`claude`" + `.
 
@@ -426,6 +428,7 @@ func llmOptions(env *Env, inv *Invocation) (llm.Options, error) {
 		Model:    inv.Flag("model"),
 		APIKey:   inv.Flag("api-key"),
 		Tools:    llm.ParseTools(inv.Flag("tools")),
+		Discover: inv.Bool("discover"),
 		System:   inv.Flag("system"),
 		Provider: inv.Flag("provider"),
 	}

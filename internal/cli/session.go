@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -21,7 +22,13 @@ func sessionCmd() *Command {
 		Sub: []*Command{
 			{Name: "ls", Aliases: []string{"list"}, Summary: "list the daemon's sessions", Usage: "session ls", Run: runSessionLs},
 			{Name: "rm", Aliases: []string{"remove"}, Summary: "stop every node of a session and forget it", Usage: "session rm NAME", Complete: "session", Run: runSessionRm},
-			{Name: "set", Summary: "set a setting of the session: idle DURATION (stop unused MCP servers; 0 for never)", Usage: "session set idle DURATION", Run: runSessionSet},
+			{Name: "set", Summary: "set a setting of the session: idle DURATION (stop unused MCP servers; 0 for never), expose GLOBS (the tools every MCP client may see)", Usage: "session set idle DURATION | expose GLOBS", Help: `idle DURATION   an MCP server node unused that long stops (its tools stay
+                listed; the next call starts it); 0 turns it off.
+expose GLOBS    the tools every MCP client of the session (nerve mcp serve,
+                the HTTP endpoint, claude nodes with --session-tools) may see
+                and call: comma-separated globs over node.tool, ! to exclude,
+                e.g. 'fs.*,github.*,!github.delete_*'. A client's --tools can
+                narrow it, never widen it. '' exposes every tool again.`, Run: runSessionSet},
 			{Name: "show", Summary: "show the session's settings", Usage: "session show", Run: runSessionShow},
 		},
 	}
@@ -77,8 +84,11 @@ func runSessionRm(ctx context.Context, env *Env, inv *Invocation) error {
 }
 
 func runSessionSet(ctx context.Context, env *Env, inv *Invocation) error {
+	if len(inv.Args) == 2 && inv.Args[0] == "expose" {
+		return runSessionSetExpose(ctx, env, inv, inv.Args[1])
+	}
 	if len(inv.Args) != 2 || inv.Args[0] != "idle" {
-		return usagef(inv, "`nerve session set` takes idle DURATION, e.g. `nerve session set idle 10m` (0 turns it off)")
+		return usagef(inv, "`nerve session set` takes idle DURATION (`nerve session set idle 10m`, 0 turns it off) or expose GLOBS (`nerve session set expose 'fs.*,!fs.write_*'`, '' for every tool)")
 	}
 	d, err := time.ParseDuration(inv.Args[1])
 	if inv.Args[1] == "0" || inv.Args[1] == "off" {
@@ -110,6 +120,36 @@ func runSessionSet(ctx context.Context, env *Env, inv *Invocation) error {
 	return nil
 }
 
+// runSessionSetExpose sets the tool filter every MCP client of the
+// session gets.
+func runSessionSetExpose(ctx context.Context, env *Env, inv *Invocation, globs string) error {
+	f, err := mcpserver.ParseFilter(globs)
+	if err != nil {
+		return usagef(inv, "%v", err)
+	}
+	s, err := env.session(ctx)
+	if err != nil {
+		return err
+	}
+	st, err := s.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	st.Expose = f.String()
+	if st, err = s.SetSettings(ctx, st); err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, st)
+	}
+	if st.Expose == "" {
+		fmt.Fprintf(env.Stdout, "session %s: MCP clients see every tool\n", s.Name())
+	} else {
+		fmt.Fprintf(env.Stdout, "session %s: MCP clients see only the tools %s chooses (a client's --tools can narrow it further)\n", s.Name(), st.Expose)
+	}
+	return nil
+}
+
 func runSessionShow(ctx context.Context, env *Env, inv *Invocation) error {
 	s, err := env.session(ctx)
 	if err != nil {
@@ -126,6 +166,10 @@ func runSessionShow(ctx context.Context, env *Env, inv *Invocation) error {
 	if st.Idle > 0 {
 		idle = time.Duration(st.Idle).String()
 	}
-	fmt.Fprintf(env.Stdout, "session %s\nidle  %s\n", s.Name(), idle)
+	expose := st.Expose
+	if expose == "" {
+		expose = "every tool"
+	}
+	fmt.Fprintf(env.Stdout, "session %s\nidle  %s\nexpose  %s\n", s.Name(), idle, expose)
 	return nil
 }

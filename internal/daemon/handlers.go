@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -337,6 +338,10 @@ func (d *Daemon) handleSettings(w http.ResponseWriter, r *http.Request) {
 		}
 		if st.Idle < 0 {
 			writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeBadRequest, Message: "idle must be a duration of 0 (never) or more"})
+			return
+		}
+		if _, err := mcpserver.ParseFilter(st.Expose); err != nil {
+			writeErr(w, badRequest(fmt.Errorf("expose: %w", err)))
 			return
 		}
 		if err := s.SetSettings(st); err != nil {

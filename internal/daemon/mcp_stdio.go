@@ -33,8 +33,9 @@ func (d *Daemon) handleMCPStdio(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	names, id := q.Get("names"), q.Get("node")
-	if err := mcpserver.ValidateNames(names); err != nil {
+	id := q.Get("node")
+	opts, err := mcpserver.ParseQuery(q)
+	if err != nil {
 		writeErr(w, badRequest(err))
 		return
 	}
@@ -68,9 +69,8 @@ func (d *Daemon) handleMCPStdio(w http.ResponseWriter, r *http.Request) {
 	defer stop()
 
 	b := relayBackend{SessionBackend: mcpserver.NewSessionBackend(s), s: s}
-	srv := mcpserver.New(b, &mcpserver.Options{
-		Node: id, Names: names, Version: d.opts.Version, Logger: d.log.Named("mcp"),
-	})
+	opts.Node, opts.Version, opts.Logger = id, d.opts.Version, d.log.Named("mcp")
+	srv := mcpserver.New(b, &opts)
 	runDone := make(chan struct{})
 	go func() {
 		defer close(runDone)

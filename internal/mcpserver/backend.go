@@ -50,6 +50,11 @@ type Backend interface {
 	Tools(ctx context.Context, nodeID string) ([]*mcp.Tool, error)
 	// Nodes returns the Info of every node, in the order they were added.
 	Nodes(ctx context.Context) ([]node.Info, error)
+	// Restart stops and starts node id and returns its Info after.
+	Restart(ctx context.Context, nodeID string) (node.Info, error)
+	// Expose returns the session's default tool filter (`nerve session
+	// set expose`), "" for every tool.
+	Expose(ctx context.Context) (string, error)
 	// Call calls a node's tool. observe receives progress, log messages
 	// and streamed text as they happen; cancelling ctx cancels the call
 	// (and the node's MCP server is told).

@@ -54,6 +54,18 @@ func (b *ClientBackend) Tools(ctx context.Context, nodeID string) ([]*mcp.Tool, 
 
 func (b *ClientBackend) Nodes(ctx context.Context) ([]node.Info, error) { return b.s.Nodes(ctx) }
 
+func (b *ClientBackend) Restart(ctx context.Context, nodeID string) (node.Info, error) {
+	return b.s.Restart(ctx, nodeID)
+}
+
+func (b *ClientBackend) Expose(ctx context.Context) (string, error) {
+	st, err := b.s.Settings(ctx)
+	if err != nil {
+		return "", err
+	}
+	return st.Expose, nil
+}
+
 func (b *ClientBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
 	return b.s.Call(ctx, nodeID, tool, args, func(l api.CallLine) {
 		if l.Kind != api.LineState && observe != nil {

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -49,6 +50,9 @@ type HTTPOptions struct {
 //	/mcp/SESSION               every tool of the session as node.tool (?names=llm: node__tool)
 //	/mcp/SESSION/node/NODE     node NODE alone, unprefixed, all its capabilities
 //
+// and the query chooses as `nerve mcp serve`'s flags do: ?tools=GLOBS,
+// ?read_only=1, ?discover=1, ?manage=1 (ParseQuery).
+//
 // Every request must come to a loopback Host with no foreign Origin
 // (DNS-rebinding protection, 403) and carry the bearer token (401). Close
 // stops the servers it made.
@@ -64,13 +68,20 @@ type HTTPHandler struct {
 	servers map[serverKey]*httpServer
 }
 
-type serverKey struct{ session, node, names string }
+// serverKey is one server of the handler: a session (or one node) as one
+// kind of client asks for it (names, tool filter, read-only).
+type serverKey struct {
+	session, node, names, tools string
+	readOnly, discover, manage  bool
+}
 
 // httpServer is one Server and the SDK handler in front of it.
 type httpServer struct {
 	s    *Server
 	h    http.Handler
-	done chan struct{} // closed when Run returned
+	stop context.CancelFunc // ends Run
+	done chan struct{}      // closed when Run returned
+	made time.Time
 }
 
 // NewHTTPHandler returns the endpoint's handler.
@@ -116,23 +127,24 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not found: use /mcp/SESSION or /mcp/SESSION/node/NODE", http.StatusNotFound)
 		return
 	}
-	switch r.URL.Query().Get("names") {
-	case "", NamesQualified:
-		key.names = NamesQualified
-	case NamesLLM:
-		key.names = NamesLLM
-	default:
-		http.Error(w, ValidateNames(r.URL.Query().Get("names")).Error(), http.StatusBadRequest)
+	o, err := ParseQuery(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	key.names, key.tools = cmp.Or(o.Names, NamesQualified), o.Tools
+	key.readOnly, key.discover, key.manage = o.ReadOnly, o.Discover, o.Manage
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	}
 	srv, err := h.server(r.Context(), key)
 	if err != nil {
 		status := http.StatusBadGateway
-		if errors.Is(err, node.ErrNotFound) || strings.Contains(err.Error(), "no session") {
+		switch {
+		case errors.Is(err, node.ErrNotFound) || strings.Contains(err.Error(), "no session"):
 			status = http.StatusNotFound
+		case errors.Is(err, errTooMany):
+			status = http.StatusServiceUnavailable
 		}
 		http.Error(w, err.Error(), status)
 		return
@@ -147,6 +159,35 @@ func (h *HTTPHandler) authorized(r *http.Request) bool {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(h.opts.Token)) == 1
+}
+
+// ParseQuery reads a client's choices from a URL query (the HTTP
+// endpoint's and the daemon's …/mcp/stdio route): ?names=llm,
+// ?tools=GLOBS, ?read_only=1, ?discover=1, ?manage=1. Node is not read.
+func ParseQuery(q url.Values) (Options, error) {
+	o := Options{Names: q.Get("names"), Tools: q.Get("tools")}
+	if err := o.Validate(); err != nil {
+		return Options{}, err
+	}
+	for name, p := range map[string]*bool{"read_only": &o.ReadOnly, "discover": &o.Discover, "manage": &o.Manage} {
+		v, err := flag(q, name)
+		if err != nil {
+			return Options{}, err
+		}
+		*p = v
+	}
+	return o, nil
+}
+
+// flag reads a yes/no query parameter: absent, 0/false or 1/true.
+func flag(q url.Values, name string) (bool, error) {
+	switch strings.ToLower(q.Get(name)) {
+	case "", "0", "false", "no":
+		return false, nil
+	case "1", "true", "yes":
+		return true, nil
+	}
+	return false, fmt.Errorf("?%s=%s: use ?%s=1 to switch it on, or leave it out", name, q.Get(name), name)
 }
 
 // parsePath reads /mcp/SESSION or /mcp/SESSION/node/NODE.
@@ -189,8 +230,16 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 			return nil, err
 		}
 	}
-	s := New(NewSessionBackend(sess), &Options{Node: key.node, Names: key.names, Version: h.opts.Version, Logger: h.log})
-	hs := &httpServer{s: s, done: make(chan struct{})}
+	s := New(NewSessionBackend(sess), &Options{
+		Node: key.node, Names: key.names, Tools: key.tools,
+		ReadOnly: key.readOnly, Discover: key.discover, Manage: key.manage,
+		Version: h.opts.Version, Logger: h.log,
+	})
+	if err := h.makeRoomLocked(); err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(h.ctx)
+	hs := &httpServer{s: s, stop: stop, done: make(chan struct{}), made: time.Now()}
 	hs.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: h.opts.MaxBody,
@@ -201,18 +250,56 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 	})
 	h.wg.Go(func() {
 		defer close(hs.done)
-		if err := s.Run(h.ctx); err != nil {
+		defer stop()
+		if err := s.Run(runCtx); err != nil {
 			h.log.Info("MCP endpoint server ended", zap.String("session", key.session), zap.String("node", key.node), zap.Error(err))
 		}
 	})
 	select {
 	case <-s.Ready():
 	case <-ctx.Done():
+		stop()
 		return nil, ctx.Err()
 	}
 	h.servers[key] = hs
 	return hs, nil
 }
+
+// maxServers bounds the servers one handler keeps: each distinct
+// combination of session, node and query (?tools=…) is a server with its
+// own subscription to the session, so a client that varies the query
+// must not grow the daemon without end.
+const maxServers = 64
+
+// idleGrace spares a server made this recently from eviction: its first
+// client may be between finding it and initializing.
+var idleGrace = time.Minute
+
+// makeRoomLocked makes room for one more server by stopping those no
+// client is connected to; with none to stop it refuses. h.mu is held.
+func (h *HTTPHandler) makeRoomLocked() error {
+	if len(h.servers) < maxServers {
+		return nil
+	}
+	for key, hs := range h.servers {
+		idle := time.Since(hs.made) > idleGrace
+		for range hs.s.MCP().Sessions() {
+			idle = false
+			break
+		}
+		if idle {
+			hs.stop()
+			delete(h.servers, key)
+		}
+	}
+	if len(h.servers) >= maxServers {
+		return fmt.Errorf("%w: %d MCP endpoint variants (?tools=, ?discover=, … ) have clients connected, the most one daemon serves: reuse a URL, or close clients you no longer need", errTooMany, maxServers)
+	}
+	return nil
+}
+
+// errTooMany is a request for one server too many (503).
+var errTooMany = errors.New("too many MCP endpoint variants in use")
 
 // loopbackHost reports whether a Host header names this machine's
 // loopback interface (with any port).

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/toolsearch"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -36,10 +38,30 @@ type Options struct {
 	Node string
 	// Names is NamesQualified (default) or NamesLLM; session mode only.
 	Names string
+	// Tools is the client's own tool filter (ParseFilter: globs over
+	// node.tool, "!" to exclude); it narrows the session's default
+	// (Settings.Expose), never widens it.
+	Tools string
+	// ReadOnly exposes only tools annotated readOnlyHint.
+	ReadOnly bool
+	// Discover serves search_tools, describe_tool and call_tool instead
+	// of the tools themselves (progressive discovery, issue 19).
+	Discover bool
+	// Manage adds list_nodes and restart_node (issue 19).
+	Manage bool
 	// Version is nerve's version, reported as the server's.
 	Version string
 	// Logger receives the server's logs; nil discards them.
 	Logger *zap.Logger
+}
+
+// Validate checks the options a client chose, naming what is wrong.
+func (o *Options) Validate() error {
+	if err := ValidateNames(o.Names); err != nil {
+		return err
+	}
+	_, err := ParseFilter(o.Tools)
+	return err
 }
 
 // ValidateNames checks an Options.Names value.
@@ -62,6 +84,17 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 	last  atomic.Pointer[mcp.ServerSession] // the client that spoke last
+	// own is the client's filter (Options.Tools, Options.ReadOnly);
+	// exposure is it with the session's default, as of the last Sync.
+	own      Exposure
+	exposure atomic.Pointer[Exposure]
+
+	// catMu guards catalog and index: in discovery mode, the tools
+	// call_tool may call by served name, and their search index (nil
+	// until a search needs it).
+	catMu   sync.Mutex
+	catalog map[string]wantTool
+	index   *toolsearch.Index
 
 	// inflightMu guards inflight: the client of each tool call running,
 	// in the order they started.
@@ -101,6 +134,16 @@ func New(b Backend, opts *Options) *Server {
 		b: b, opts: o, log: log, ready: make(chan struct{}),
 		tools: map[string]served{}, resources: map[string]served{},
 		templates: map[string]served{}, prompts: map[string]served{},
+	}
+	if f, err := ParseFilter(o.Tools); err != nil {
+		// Callers validate; a filter that cannot be read exposes nothing.
+		log.Error("the client's tool filter is malformed: no tool is exposed", zap.Error(err))
+		s.own = Exposure{{src: o.Tools, include: []string{"\x00"}}}
+	} else if !f.IsZero() {
+		s.own = Exposure{f}
+	}
+	if o.ReadOnly {
+		s.own = append(s.own, ReadOnlyFilter())
 	}
 	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
 	s.srv.AddReceivingMiddleware(s.middleware)
@@ -151,6 +194,12 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 	}
 	if s.opts.Node == "" {
 		o.Instructions = "The tools of a nerve session: each is named node.tool after the node (a bash shell, an MCP server, Claude Code, an agent) that provides it."
+		if s.opts.Discover {
+			o.Instructions += " They are not listed: find them with search_tools (a query in words), then call one with call_tool."
+		}
+		if s.opts.Manage {
+			o.Instructions += " list_nodes shows the nodes and why one failed; restart_node brings one back."
+		}
 		return o
 	}
 	// Node mode mirrors the server behind the node when it is known now.
@@ -232,11 +281,11 @@ func (s *Server) Run(ctx context.Context) error {
 // relevant says whether ev may change what is served. A node going
 // between READY and BUSY (every call) does not.
 func (s *Server) relevant(ev session.Event) bool {
-	if s.opts.Node != "" && ev.Node != s.opts.Node {
+	if s.opts.Node != "" && ev.Node != s.opts.Node && ev.Kind != session.EventSettings {
 		return false
 	}
 	switch ev.Kind {
-	case session.EventNodeAdded, session.EventNodeRemoved, session.EventTools:
+	case session.EventNodeAdded, session.EventNodeRemoved, session.EventTools, session.EventSettings:
 		return true
 	case session.EventState:
 		return callable(ev.From) != callable(ev.To)
@@ -249,22 +298,59 @@ func (s *Server) relevant(ev session.Event) bool {
 func (s *Server) Sync(ctx context.Context) {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	want, err := s.wantedTools(ctx)
+	exp := s.currentExposure(ctx)
+	s.exposure.Store(&exp)
+	want, err := s.wantedTools(ctx, exp)
 	if err != nil {
 		s.log.Warn("listing the session's tools", zap.Error(err))
 		return
+	}
+	if s.opts.Discover {
+		s.setCatalog(want)
+		want = s.discoveryTools(exp)
+	}
+	if s.opts.Manage {
+		maps.Copy(want, s.manageTools(exp))
 	}
 	s.applyTools(want)
 	s.syncFeatures(ctx)
 }
 
-// wantTool is a tool to serve under name.
-type wantTool struct {
-	node string
-	tool *mcp.Tool
+// currentExposure is the client's filter and the session's default now. A
+// default that cannot be read or parsed exposes nothing: hiding a tool
+// by mistake is safer than showing one.
+func (s *Server) currentExposure(ctx context.Context) Exposure {
+	exp := slices.Clone(s.own)
+	globs, err := s.b.Expose(ctx)
+	if err == nil {
+		var f Filter
+		if f, err = ParseFilter(globs); err == nil {
+			if !f.IsZero() {
+				exp = append(exp, f)
+			}
+			return exp
+		}
+	}
+	s.log.Error("the session's expose setting cannot be read: no tool is exposed until it is fixed (`nerve session set expose GLOBS`)", zap.Error(err))
+	return append(exp, Filter{src: globs, include: []string{"\x00"}})
 }
 
-func (s *Server) wantedTools(ctx context.Context) (map[string]wantTool, error) {
+// exposed reports whether the tool t of node id passes the exposure of
+// the last Sync.
+func (s *Server) exposed(id string, t *mcp.Tool) bool {
+	e := s.exposure.Load()
+	return e == nil || e.Allows(id, t)
+}
+
+// wantTool is a tool to serve under name: a node's, or one of the
+// server's own (handler set).
+type wantTool struct {
+	node    string
+	tool    *mcp.Tool
+	handler mcp.ToolHandler
+}
+
+func (s *Server) wantedTools(ctx context.Context, exp Exposure) (map[string]wantTool, error) {
 	want := map[string]wantTool{}
 	if id := s.opts.Node; id != "" {
 		if !s.nodeUp(ctx, id) {
@@ -275,7 +361,9 @@ func (s *Server) wantedTools(ctx context.Context) (map[string]wantTool, error) {
 			return nil, err
 		}
 		for _, t := range tools {
-			want[t.Name] = wantTool{node: id, tool: t}
+			if exp.Allows(id, t) {
+				want[t.Name] = wantTool{node: id, tool: t}
+			}
 		}
 		return want, nil
 	}
@@ -284,6 +372,9 @@ func (s *Server) wantedTools(ctx context.Context) (map[string]wantTool, error) {
 		return nil, err
 	}
 	for _, e := range entries {
+		if !exp.Allows(e.Node, e.Tool) {
+			continue
+		}
 		name := e.Qualified
 		if s.opts.Names == NamesLLM {
 			name = e.LLMName
@@ -346,7 +437,11 @@ func (s *Server) applyTools(want map[string]wantTool) {
 		t := *w.tool
 		t.Name = name
 		t.InputSchema = objectSchema(t.InputSchema)
-		if err := s.addTool(&t, s.toolHandler(w.node, w.tool.Name)); err != nil {
+		h := w.handler
+		if h == nil {
+			h = s.toolHandler(w.node, w.tool)
+		}
+		if err := s.addTool(&t, h); err != nil {
 			s.log.Warn("a tool cannot be served", zap.String("node", w.node), zap.String("tool", w.tool.Name), zap.Error(err))
 			continue
 		}
@@ -378,10 +473,16 @@ func objectSchema(schema any) any {
 	return json.RawMessage(`{"type":"object"}`)
 }
 
-// toolHandler calls tool on node id, passing progress, log messages and
+// toolHandler calls t on node id, passing progress, log messages and
 // streamed text to the client and the client's cancellation to the node.
-func (s *Server) toolHandler(id, tool string) mcp.ToolHandler {
+func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
+	tool := t.Name
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if !s.exposed(id, t) {
+			// Hidden since it was listed (the session's expose setting
+			// changed): as unknown as a tool never listed.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+		}
 		ss := req.Session
 		s.last.Store(ss)
 		if s.opts.Node != "" {

@@ -52,6 +52,15 @@ func (b *SessionBackend) Tools(ctx context.Context, nodeID string) ([]*mcp.Tool,
 
 func (b *SessionBackend) Nodes(ctx context.Context) ([]node.Info, error) { return b.s.Infos(), nil }
 
+func (b *SessionBackend) Restart(ctx context.Context, nodeID string) (node.Info, error) {
+	if err := b.s.Restart(ctx, nodeID); err != nil {
+		return node.Info{}, err
+	}
+	return b.s.Info(nodeID)
+}
+
+func (b *SessionBackend) Expose(context.Context) (string, error) { return b.s.Settings().Expose, nil }
+
 // SessionName returns the name of the session served.
 func (b *SessionBackend) SessionName() string { return b.s.Name() }
 

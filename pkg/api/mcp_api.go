@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"net/url"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -79,6 +80,43 @@ type AttachAnswer struct {
 // CodeNotMCP is the error code for an MCP request to a node that is not
 // an MCP server (404).
 const CodeNotMCP = "not_mcp"
+
+// MCPServe is what one MCP client of a session asks for: the flags of
+// `nerve mcp serve`, sent as the query of GET …/mcp/stdio (and the same
+// names on the HTTP endpoint's URL).
+type MCPServe struct {
+	// Node serves that node alone (?node=).
+	Node string
+	// Names is "", "qualified" (node.tool) or "llm" (node__tool) (?names=).
+	Names string
+	// Tools is the client's tool filter: comma-separated globs over
+	// node.tool, "!" to exclude (?tools=). It narrows the session's
+	// expose setting, never widens it.
+	Tools string
+	// ReadOnly exposes only tools annotated readOnlyHint (?read_only=1).
+	ReadOnly bool
+	// Discover serves search_tools, describe_tool and call_tool instead
+	// of every tool (?discover=1).
+	Discover bool
+	// Manage adds list_nodes and restart_node (?manage=1).
+	Manage bool
+}
+
+// Query returns o as URL query parameters.
+func (o MCPServe) Query() url.Values {
+	q := url.Values{}
+	for k, v := range map[string]string{"node": o.Node, "names": o.Names, "tools": o.Tools} {
+		if v != "" {
+			q.Set(k, v)
+		}
+	}
+	for k, v := range map[string]bool{"read_only": o.ReadOnly, "discover": o.Discover, "manage": o.Manage} {
+		if v {
+			q.Set(k, "1")
+		}
+	}
+	return q
+}
 
 // UpgradeMCPStdio is the protocol GET /v1/sessions/{s}/mcp/stdio switches
 // the connection to (`Connection: Upgrade`, `Upgrade: mcp-stdio`):

@@ -7,7 +7,6 @@ import (
 	"github.com/nerve-dev/nerve/pkg/api"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 )
@@ -20,13 +19,13 @@ import (
 // or "llm" (node__tool). `nerve mcp serve` relays its stdin and stdout to
 // this connection.
 func (s *Session) MCPStdio(ctx context.Context, node, names string) (net.Conn, error) {
-	q := url.Values{}
-	if node != "" {
-		q.Set("node", node)
-	}
-	if names != "" {
-		q.Set("names", names)
-	}
+	return s.MCPStdioWith(ctx, api.MCPServe{Node: node, Names: names})
+}
+
+// MCPStdioWith is MCPStdio with every choice of `nerve mcp serve`: a
+// tool filter, read-only tools, discovery and management tools.
+func (s *Session) MCPStdioWith(ctx context.Context, o api.MCPServe) (net.Conn, error) {
+	q := o.Query()
 	target := base + s.path + "/mcp/stdio"
 	if len(q) > 0 {
 		target += "?" + q.Encode()

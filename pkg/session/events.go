@@ -16,6 +16,7 @@ const (
 	EventNodeRemoved = "node_removed" //
 	EventCallStart   = "call_start"   // Call, Tool
 	EventCallEnd     = "call_end"     // Call, Tool, Duration, IsError, Error
+	EventSettings    = "settings"     // the session's settings changed (no node)
 )
 
 // Event is something that happened in a session. It is also the wire form

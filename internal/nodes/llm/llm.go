@@ -81,6 +81,12 @@ type Options struct {
 	// never offers its own chat tool to itself. The CLI's --tools fs,bash is
 	// split at commas (see ParseTools).
 	Tools []string `json:"tools,omitempty"`
+	// Discover offers the model two tools instead of every tool Tools
+	// chooses: search_tools (find tools by what they do, BM25 over their
+	// names, descriptions and parameters) and call_tool (call one by
+	// name). For sessions with more tools than a request should carry
+	// (issue 19).
+	Discover bool `json:"discover,omitempty"`
 	// System is the system prompt sent before the conversation.
 	System string `json:"system,omitempty"`
 	// MaxSteps bounds the model requests of one chat call (default 20).
@@ -154,6 +160,9 @@ func (o *Options) validate() error {
 	}
 	if o.MaxTokens < 0 {
 		return fmt.Errorf("--max-tokens %d must be positive", o.MaxTokens)
+	}
+	if o.Discover && len(o.Tools) == 0 {
+		return errors.New("--discover finds tools among those --tools chooses, and none are chosen: add --tools '*' (or node ids, globs)")
 	}
 	for _, p := range o.Tools {
 		if _, err := path.Match(p, ""); err != nil {

@@ -212,7 +212,7 @@ func (n *Node) step(ctx context.Context, client provider.Client, em *emitter, st
 	var wg sync.WaitGroup
 	for i, tc := range resp.ToolCalls {
 		wg.Go(func() {
-			text, isError := n.runTool(ctx, em, step, tc, tools.byLLM)
+			text, isError := n.runTool(ctx, em, step, tc, tools)
 			results[i] = provider.Message{Role: provider.RoleTool, ToolCallID: tc.ID, Name: tc.Name, Content: text, IsError: isError}
 		})
 	}
@@ -228,10 +228,42 @@ func (n *Node) step(ctx context.Context, client provider.Client, em *emitter, st
 // model reads: the result's LLM text (every content block described,
 // "Error: " first for isError), or an error the model can act on; and
 // whether the call failed.
-func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.ToolCall, byLLM map[string]node.ToolEntry) (string, bool) {
+func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.ToolCall, tools toolCache) (string, bool) {
+	byLLM := tools.byLLM
 	e, known := byLLM[tc.Name]
 	args := json.RawMessage(tc.Arguments)
 	validJSON := json.Valid(args)
+	if tools.index != nil && validJSON {
+		switch tc.Name {
+		case discoverSearch:
+			em.step(StepToolCall, toolCallData{Step: step, ID: tc.ID, Name: tc.Name, Tool: tc.Name, Arguments: args})
+			text, isError := tools.search(args)
+			em.step(StepToolResult, toolResultData{Step: step, ID: tc.ID, Tool: tc.Name, IsError: isError, Text: text})
+			return text, isError
+		case discoverCall:
+			var in struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			}
+			if err := json.Unmarshal(args, &in); err != nil || in.Name == "" {
+				text := `Error: call_tool needs {"name": "node.tool", "arguments": {...}}; find names with search_tools`
+				em.step(StepToolCall, toolCallData{Step: step, ID: tc.ID, Name: tc.Name, Tool: tc.Name, Arguments: args})
+				em.step(StepToolResult, toolResultData{Step: step, ID: tc.ID, Tool: tc.Name, IsError: true, Text: text})
+				return text, true
+			}
+			if len(in.Arguments) == 0 || string(in.Arguments) == "null" {
+				in.Arguments = json.RawMessage(`{}`)
+			}
+			e, known = tools.byName[in.Name]
+			args, validJSON = in.Arguments, json.Valid(in.Arguments)
+			if !known {
+				text := tools.unknown(in.Name)
+				em.step(StepToolCall, toolCallData{Step: step, ID: tc.ID, Name: tc.Name, Tool: in.Name, Arguments: args})
+				em.step(StepToolResult, toolResultData{Step: step, ID: tc.ID, Tool: in.Name, IsError: true, Text: text})
+				return text, true
+			}
+		}
+	}
 	callData := toolCallData{Step: step, ID: tc.ID, Name: tc.Name, Tool: e.Qualified, Arguments: args}
 	if !validJSON {
 		b, _ := json.Marshal(tc.Arguments)
@@ -241,6 +273,8 @@ func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.T
 
 	text, isError := "", true
 	switch {
+	case !known && tools.index != nil:
+		text = tools.unknown(tc.Name)
 	case !known:
 		names := make([]string, 0, len(byLLM))
 		for name := range byLLM {

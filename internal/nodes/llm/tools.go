@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nerve-dev/nerve/internal/nodes/llm/provider"
+	"github.com/nerve-dev/nerve/internal/toolsearch"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -20,6 +21,12 @@ type toolCache struct {
 	tools []provider.Tool
 	byLLM map[string]node.ToolEntry
 	bytes int // size of the tools' JSON, for the token budget
+	// index and byName are set in discovery mode (Options.Discover):
+	// tools holds search_tools and call_tool, byLLM is empty, and the
+	// chosen tools are found through index and called by byName
+	// (qualified and LLM names).
+	index  *toolsearch.Index
+	byName map[string]node.ToolEntry
 }
 
 // offered returns the tools the model may call now, by LLM name.
@@ -36,6 +43,13 @@ func (n *Node) offered(ctx context.Context) toolCache {
 	}
 	n.mu.Unlock()
 	c := toolCache{ts: ts, byLLM: map[string]node.ToolEntry{}}
+	if n.opts.Discover {
+		c = discoveryCache(ts, n.ID(), n.opts.Tools)
+		n.mu.Lock()
+		n.toolCache = c
+		n.mu.Unlock()
+		return c
+	}
 	for _, e := range ts.Tools() {
 		if e.Node == n.ID() || !selected(n.opts.Tools, e) {
 			continue

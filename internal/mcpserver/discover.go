@@ -1,0 +1,275 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/toolsearch"
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// The meta-tools of discovery mode (Options.Discover, issue 19): a client
+// sees these instead of every tool — the MCP specification's progressive
+// discovery. Their names have no dot and no "__", so they never meet a
+// node's tool in session mode.
+const (
+	ToolSearch   = "search_tools"
+	ToolDescribe = "describe_tool"
+	ToolCall     = "call_tool"
+)
+
+// searchDefault and searchMax bound how many tools one search returns.
+const (
+	searchDefault = 5
+	searchMax     = 20
+)
+
+func schema(s string) json.RawMessage { return json.RawMessage(s) }
+
+var (
+	searchTool = &mcp.Tool{
+		Name:  ToolSearch,
+		Title: "Search the session's tools",
+		Description: "Find the tools of this nerve session by what they do. Give a query in words " +
+			`("read a text file", "create a github issue"); the best matches come back, each with its name, ` +
+			"description and input schema. Call one with call_tool. No match, or none that fits: search again with other words.",
+		InputSchema: schema(`{"type":"object","properties":{` +
+			`"query":{"type":"string","description":"what the tool should do, in words"},` +
+			`"limit":{"type":"integer","minimum":1,"maximum":20,"description":"how many tools to return (default 5)"}},` +
+			`"required":["query"],"additionalProperties":false}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+	}
+	describeTool = &mcp.Tool{
+		Name:        ToolDescribe,
+		Title:       "Describe one tool",
+		Description: "The whole definition of one tool found with search_tools: name, description, input and output schema, annotations.",
+		InputSchema: schema(`{"type":"object","properties":{` +
+			`"name":{"type":"string","description":"the tool's name as search_tools gave it, e.g. fs.read_text_file"}},` +
+			`"required":["name"],"additionalProperties":false}`),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
+	}
+	callTool = &mcp.Tool{
+		Name:  ToolCall,
+		Title: "Call a tool found with search_tools",
+		Description: "Call a tool of this nerve session by its name (as search_tools gave it), with its arguments as an " +
+			"object that matches the tool's input schema. The answer is the tool's own result; a tool stopped to save " +
+			"resources starts on its first call.",
+		InputSchema: schema(`{"type":"object","properties":{` +
+			`"name":{"type":"string","description":"the tool's name, e.g. fs.read_text_file"},` +
+			`"arguments":{"type":"object","description":"the tool's arguments, as its input schema says"}},` +
+			`"required":["name"],"additionalProperties":false}`),
+	}
+)
+
+// discoveryTools returns the meta-tools to serve instead of the tools
+// themselves, less those a filter hides by name.
+func (s *Server) discoveryTools(exp Exposure) map[string]wantTool {
+	want := map[string]wantTool{}
+	for _, m := range []struct {
+		t *mcp.Tool
+		h mcp.ToolHandler
+	}{
+		{searchTool, s.searchTools},
+		{describeTool, s.describeTool},
+		{callTool, s.callTool},
+	} {
+		if !exp.hidesName(m.t.Name) {
+			want[m.t.Name] = wantTool{tool: m.t, handler: m.h}
+		}
+	}
+	return want
+}
+
+// setCatalog makes cat what discovery searches and calls; the index is
+// built again on the next search when the tools changed.
+func (s *Server) setCatalog(cat map[string]wantTool) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	same := len(cat) == len(s.catalog)
+	for name, w := range cat {
+		if !same {
+			break
+		}
+		cur, ok := s.catalog[name]
+		same = ok && cur.node == w.node && cur.tool == w.tool
+	}
+	s.catalog = cat
+	if !same {
+		s.index = nil
+	}
+}
+
+// lookup returns the tool served as name in discovery mode.
+func (s *Server) lookup(name string) (wantTool, bool) {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	w, ok := s.catalog[name]
+	return w, ok
+}
+
+// searchIndex returns the index of the catalogue, building it if needed.
+func (s *Server) searchIndex() *toolsearch.Index {
+	s.catMu.Lock()
+	defer s.catMu.Unlock()
+	if s.index == nil {
+		docs := make([]toolsearch.Doc, 0, len(s.catalog))
+		for name, w := range s.catalog {
+			docs = append(docs, toolsearch.Doc{Name: name, Node: w.node, Tool: w.tool})
+		}
+		s.index = toolsearch.New(docs)
+	}
+	return s.index
+}
+
+// found is one tool as search_tools shows it.
+type found struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	InputSchema any    `json:"input_schema"`
+}
+
+type searchResult struct {
+	Tools []found `json:"tools"`
+	// Of is how many tools the search went through.
+	Of   int    `json:"of"`
+	Note string `json:"note,omitempty"`
+}
+
+// metaArgs decodes a meta-tool's arguments (the SDK checked them against
+// its input schema).
+func metaArgs(req *mcp.CallToolRequest, v any) error {
+	if req.Params == nil || len(req.Params.Arguments) == 0 {
+		return nil
+	}
+	return json.Unmarshal(req.Params.Arguments, v)
+}
+
+// toolError is a meta-tool's failure as the model reads it.
+func toolError(format string, args ...any) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
+}
+
+// jsonResult is v as both text (for models) and structured content.
+func jsonResult(v any) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the result: %w", err)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
+}
+
+// waitStarting waits for the servers that are starting, as tools/list
+// does, so a search right after the daemon started sees every server's
+// tools. With none starting (the usual case) it costs one look at the
+// nodes, not a Sync.
+func (s *Server) waitStarting(ctx context.Context) {
+	w, ok := s.b.(interface{ WaitStarting(context.Context) })
+	if !ok || s.opts.Node != "" {
+		return
+	}
+	infos, err := s.b.Nodes(ctx)
+	if err != nil {
+		return
+	}
+	for _, in := range infos {
+		lazy, _ := in.Details["lazy"].(bool)
+		if in.State == node.Starting || in.State == node.Created && !lazy {
+			w.WaitStarting(ctx)
+			s.Sync(ctx)
+			return
+		}
+	}
+}
+
+func (s *Server) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.last.Store(req.Session)
+	var in struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}
+	if err := metaArgs(req, &in); err != nil {
+		return toolError("search_tools: %v: give {\"query\": \"what the tool should do\"}", err), nil
+	}
+	if strings.TrimSpace(in.Query) == "" {
+		return toolError(`search_tools needs a query in words, e.g. {"query": "read a text file"}`), nil
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = searchDefault
+	}
+	limit = min(limit, searchMax)
+	s.waitStarting(ctx)
+	ix := s.searchIndex()
+	out := searchResult{Tools: []found{}, Of: ix.Len()}
+	for _, h := range ix.Search(in.Query, limit) {
+		out.Tools = append(out.Tools, found{Name: h.Name, Description: h.Tool.Description, InputSchema: objectSchema(h.Tool.InputSchema)})
+	}
+	if len(out.Tools) == 0 {
+		out.Note = fmt.Sprintf("no tool matches %q: try other words for what it should do", in.Query)
+	}
+	return jsonResult(out)
+}
+
+// unknown is the answer for a name discovery does not serve, hidden or
+// not: the same words either way, so a filter does not leak what it hides.
+func (s *Server) unknown(name string) *mcp.CallToolResult {
+	msg := fmt.Sprintf("no tool %q here: find tools with search_tools and use the name it gives", name)
+	var like []string
+	for _, h := range s.searchIndex().Search(name, 3) {
+		like = append(like, h.Name)
+	}
+	if len(like) > 0 {
+		msg += " (close: " + strings.Join(like, ", ") + ")"
+	}
+	return toolError("%s", msg)
+}
+
+func (s *Server) describeTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.last.Store(req.Session)
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := metaArgs(req, &in); err != nil {
+		return toolError("describe_tool: %v: give {\"name\": \"node.tool\"}", err), nil
+	}
+	w, ok := s.lookup(in.Name)
+	if !ok {
+		return s.unknown(in.Name), nil
+	}
+	t := *w.tool
+	t.Name = in.Name
+	t.InputSchema = objectSchema(t.InputSchema)
+	return jsonResult(&t)
+}
+
+// callTool calls the tool named in its arguments exactly as a direct
+// tools/call of that tool would: the session validates the arguments,
+// progress and log messages reach this request's client, and cancelling
+// this request cancels the call.
+func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.last.Store(req.Session)
+	var in struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := metaArgs(req, &in); err != nil {
+		return toolError("call_tool: %v: give {\"name\": \"node.tool\", \"arguments\": {…}}", err), nil
+	}
+	w, ok := s.lookup(in.Name)
+	if !ok {
+		return s.unknown(in.Name), nil
+	}
+	args := in.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage(`{}`)
+	}
+	sub := &mcp.CallToolRequest{Session: req.Session, Extra: req.Extra, Params: &mcp.CallToolParamsRaw{Name: in.Name, Arguments: args}}
+	if req.Params != nil {
+		sub.Params.Meta = req.Params.Meta
+	}
+	return s.toolHandler(w.node, w.tool)(ctx, sub)
+}
