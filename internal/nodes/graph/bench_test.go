@@ -37,7 +37,7 @@ func chain(n int) string {
 // the session (target ≤ 50 ms per run). Its ns/op / 1000 minus
 // BenchmarkDirectIdentityCall is the per-step overhead (target ≤ 20 µs).
 func BenchmarkGraphChain1000(b *testing.B) {
-	s := newSession(b)
+	s := newSessionIn(b, b.TempDir())
 	addGraph(b, s, "chain", chain(1000))
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -52,7 +52,7 @@ func BenchmarkGraphChain1000(b *testing.B) {
 // BenchmarkGraphOneStep is a graph of one identity step: the fixed cost
 // of a run (schema check, run record, scheduling) on top of one call.
 func BenchmarkGraphOneStep(b *testing.B) {
-	s := newSession(b)
+	s := newSessionIn(b, b.TempDir())
 	addGraph(b, s, "one", chain(1))
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -66,7 +66,7 @@ func BenchmarkGraphOneStep(b *testing.B) {
 // BenchmarkGraphParallel8x20ms runs 8 independent 20 ms steps (target
 // ≤ 1.5 × one step, 30 ms).
 func BenchmarkGraphParallel8x20ms(b *testing.B) {
-	s := newSession(b)
+	s := newSessionIn(b, b.TempDir())
 	var src strings.Builder
 	src.WriteString("steps:\n")
 	for i := range 8 {
