@@ -92,9 +92,12 @@ type RunOptions struct {
 	// Record, if set, gets a copy of a step's record whenever it changes.
 	Record func(StepRecord)
 	// Commit, if set, makes a step done (finished or skipped) durable. It
-	// is called before Record is told, and before any step that depends on
-	// it starts or the run ends; an error fails the run at that step.
-	Commit func(StepRecord) error
+	// is called before Record is told, before any step that depends on it
+	// starts, and before the run ends; an error fails the run at that
+	// step. sync says a step depends on it: Commit returns only once the
+	// step is on disk. Otherwise it may be synced later, by the time the
+	// run's record says it ended.
+	Commit func(rec StepRecord, sync bool) error
 	// Prior holds the records of an interrupted run: steps finished there
 	// are not run again (nerve graph resume).
 	Prior map[string]*StepRecord
@@ -125,9 +128,12 @@ func (d *Def) Run(ctx context.Context, inputs map[string]any, o RunOptions) (any
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	r := &run{d: d, o: o, inputs: inputs, results: map[string]*StepResult{}, done: map[string]chan struct{}{}}
+	r := &run{d: d, o: o, inputs: inputs, results: map[string]*StepResult{}, done: map[string]chan struct{}{}, dependedOn: map[string]bool{}}
 	for _, s := range d.Steps {
 		r.done[s.ID] = make(chan struct{})
+		for _, dep := range s.Deps {
+			r.dependedOn[dep] = true
+		}
 	}
 	maxPar := d.MaxParallel
 	if maxPar < 1 {
@@ -194,6 +200,8 @@ type run struct {
 	o      RunOptions
 	inputs map[string]any
 	done   map[string]chan struct{}
+	// dependedOn are the steps another waits for.
+	dependedOn map[string]bool
 
 	// mu guards results: nil for a step skipped by when.
 	mu      sync.Mutex
@@ -220,12 +228,13 @@ func (r *run) record(rec StepRecord) {
 	}
 }
 
-// commit makes a step done durable (RunOptions.Commit).
+// commit makes a step done durable (RunOptions.Commit); synced at once
+// when a step depends on it.
 func (r *run) commit(rec StepRecord) error {
 	if r.o.Commit == nil {
 		return nil
 	}
-	return r.o.Commit(rec)
+	return r.o.Commit(rec, r.dependedOn[rec.ID])
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

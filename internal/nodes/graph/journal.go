@@ -43,8 +43,10 @@ func (s *runStore) journal(id string) *journal {
 	return &journal{path: filepath.Join(s.dir, id+".steps.jsonl")}
 }
 
-// append adds sr and returns once it is on disk.
-func (j *journal) append(sr StepRecord) error {
+// append adds sr. With sync it returns once the line is on disk;
+// without, the line is written now (a killed daemon keeps it) and synced
+// with the next line that is, or by flush.
+func (j *journal) append(sr StepRecord, sync bool) error {
 	line, err := json.Marshal(sr)
 	if err != nil {
 		return fmt.Errorf("encoding step %s: %w", sr.ID, err)
@@ -66,44 +68,64 @@ func (j *journal) append(sr StepRecord) error {
 		return j.err
 	}
 	j.written++
-	mine, f := j.written, j.f
+	mine := j.written
 	j.mu.Unlock()
+	if !sync {
+		return nil
+	}
+	return j.syncTo(mine)
+}
 
-	// Group commit: whoever syncs covers every line written before it.
+// flush syncs every line written.
+func (j *journal) flush() error {
+	j.mu.Lock()
+	upto, err := j.written, j.err
+	j.mu.Unlock()
+	if err != nil || upto == 0 {
+		return err
+	}
+	return j.syncTo(upto)
+}
+
+// syncTo returns once the first n lines are on disk. Syncs are group
+// commits: whoever syncs covers every line written before it.
+func (j *journal) syncTo(n int64) error {
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()
-	if j.synced >= mine {
+	if j.synced >= n {
 		return nil
 	}
 	j.mu.Lock()
-	upto := j.written
+	upto, f := j.written, j.f
 	j.mu.Unlock()
-	if err := f.Sync(); err != nil {
+	if f == nil {
+		return fmt.Errorf("syncing %s: the run ended", j.path)
+	}
+	if j.synced == 0 {
+		// The file's name is durable once its folder is synced. Some
+		// file systems refuse to sync folders; the file's own syncs
+		// still hold its lines.
+		if d, err := os.Open(filepath.Dir(j.path)); err == nil {
+			_ = d.Sync()
+			d.Close()
+		}
+	}
+	if err := datasync(f); err != nil {
 		return fmt.Errorf("syncing %s: %w", j.path, err)
 	}
 	j.synced = upto
 	return nil
 }
 
-// open opens the journal for appending; a new one's name is made durable
-// by syncing its folder.
+// open opens the journal for appending.
 func (j *journal) open() (*os.File, error) {
 	dir := filepath.Dir(j.path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
 	}
-	_, statErr := os.Stat(j.path)
 	f, err := os.OpenFile(j.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", j.path, err)
-	}
-	if errors.Is(statErr, os.ErrNotExist) {
-		if d, err := os.Open(dir); err == nil {
-			// Some file systems refuse to sync folders; the file's own
-			// syncs still hold its lines.
-			_ = d.Sync()
-			d.Close()
-		}
 	}
 	return f, nil
 }

@@ -345,10 +345,12 @@ func (a *activeRun) step(sr StepRecord) {
 	}
 }
 
-// commit makes a step done (finished or skipped) durable, with its whole
-// result, before anything that depends on it starts: a resumed run never
-// runs it again. Runs kept in memory have nothing to write.
-func (a *activeRun) commit(sr StepRecord) error {
+// commit puts a step done (finished or skipped) in the journal, with its
+// whole result: a resumed run never runs it again. With sync (a step
+// depends on it) it returns once the line is on disk; otherwise the line is
+// synced with a later one, at the latest when the run ends. Runs kept in
+// memory have nothing to write.
+func (a *activeRun) commit(sr StepRecord, sync bool) error {
 	if a.j == nil {
 		return nil
 	}
@@ -358,7 +360,7 @@ func (a *activeRun) commit(sr StepRecord) error {
 	if had {
 		return nil // a step of the resumed run, done before
 	}
-	if err := a.j.append(sr); err != nil {
+	if err := a.j.append(sr, sync); err != nil {
 		return fmt.Errorf("recording that step %s is done: %w (a resume would run it again; free space in %s, then `nerve graph resume %s`)", sr.ID, err, a.s.dir, a.id)
 	}
 	a.s.mu.Lock()
@@ -424,6 +426,12 @@ func (a *activeRun) end(out any, err error, cancelled bool) {
 		a.rec.State, a.rec.Error = RunFailed, err.Error()
 	default:
 		a.rec.State, a.rec.Output = RunFinished, out
+	}
+	if a.j != nil && a.rec.State != RunFinished {
+		// A resume reads the steps done from the journal: on disk before
+		// the record says the run ended. (A failure here leaves those
+		// steps to run again, as if the daemon had been killed.)
+		_ = a.j.flush()
 	}
 	a.s.write(a.rec)
 	if a.j != nil {
