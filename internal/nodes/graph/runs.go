@@ -164,14 +164,13 @@ func (s *runStore) claim(id string) (*Record, map[string]*StepRecord, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	switch rec.State {
-	case RunFinished:
+	if rec.State == RunFinished {
 		return nil, nil, fmt.Errorf("run %s finished; there is nothing to resume", id)
-	case RunRunning:
-		// Not claimed in this daemon, yet marked running on disk: another
-		// daemon on the same folder runs it.
-		return nil, nil, fmt.Errorf("run %s is marked running in %s by another daemon; wait for it to end, or stop that daemon and resume the run", id, s.dir)
 	}
+	// A record that says running but is claimed by no one here is one the
+	// daemon that ran it did not see to its end (one daemon owns a state
+	// folder, and load marks only the newest records interrupted): the
+	// journal has what it finished.
 	prior := map[string]*StepRecord{}
 	for i := range rec.Steps {
 		prior[rec.Steps[i].ID] = &rec.Steps[i]
