@@ -33,6 +33,15 @@ func TestJournalKeepsWholeStepsAndSkipsTornLines(t *testing.T) {
 	if err := j.append(StepRecord{ID: "c", State: StateFinished}, true); err == nil {
 		t.Error("a closed journal took a line")
 	}
+	// A resume appends after the torn line, on a line of its own.
+	j = s.journal("g.1")
+	if err := j.append(StepRecord{ID: "c", State: StateFinished, Result: &StepResult{Text: "C"}}, true); err != nil {
+		t.Fatal(err)
+	}
+	j.close()
+	if got := s.journal("g.1").read(); len(got) != 3 || got["c"] == nil || got["c"].Result.Text != "C" {
+		t.Errorf("after a torn line, the next line was lost: %v", got)
+	}
 }
 
 // TestClaimOneAtATime: a run is claimed by one resume until it is
