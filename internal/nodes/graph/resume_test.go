@@ -247,4 +247,32 @@ func TestConcurrentResumesRunOnce(t *testing.T) {
 	}
 }
 
-var _ = graph.ToolName
+// TestStepNotRecordedStopsTheRun: when a step's end cannot be written,
+// the steps after it do not start (a resume would run it again), and the
+// run fails saying where and what to do.
+func TestStepNotRecordedStopsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	s := newSessionIn(t, dir)
+	addGraph(t, s, "g", "steps:\n  a: {call: echo.identity, args: {text: A}}\n  b: {call: zz.sleep, args: {ms: 1}, after: a}\n")
+	// The runs folder cannot be made: a file is in its place.
+	os.MkdirAll(filepath.Dir(runsDir(dir, "g")), 0o700)
+	if err := os.WriteFile(runsDir(dir, "g"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := s.Subscribe(256)
+	defer sub.Close()
+	res, err := s.Call(context.Background(), "g", &node.CallRequest{Tool: graph.ToolName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if !res.IsError || !strings.Contains(text, "graph g failed at step a: recording that the step is done: ") || !strings.Contains(text, "not a directory") ||
+		!strings.Contains(text, "make "+runsDir(dir, "g")+" writable, with room, then `nerve graph resume g.") {
+		t.Errorf("result %v: %s", res.IsError, text)
+	}
+	for len(sub.C) > 0 {
+		if ev := <-sub.C; ev.Kind == session.EventCallStart && ev.Node == "zz" {
+			t.Error("step b started though a's end was not recorded")
+		}
+	}
+}

@@ -360,7 +360,7 @@ func (a *activeRun) commit(sr StepRecord, sync bool) error {
 		return nil // a step of the resumed run, done before
 	}
 	if err := a.j.append(sr, sync); err != nil {
-		return fmt.Errorf("recording that step %s is done: %w (a resume would run it again; free space in %s, then `nerve graph resume %s`)", sr.ID, err, a.s.dir, a.id)
+		return fmt.Errorf("recording that the step is done: %w (a resume would run it again, so the run stops here; make %s writable, with room, then `nerve graph resume %s`)", err, a.s.dir, a.id)
 	}
 	a.s.mu.Lock()
 	a.journaled[sr.ID] = true
