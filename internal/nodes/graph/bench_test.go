@@ -33,50 +33,64 @@ func chain(n int) string {
 	return s.String()
 }
 
+// folders are where a benchmark's session keeps its run records: memory
+// (none), or disk, as the daemon does — where each step something depends
+// on is synced to disk before that starts.
+func folders(b *testing.B, f func(b *testing.B, dir string)) {
+	b.Run("memory", func(b *testing.B) { f(b, "") })
+	b.Run("disk", func(b *testing.B) { f(b, b.TempDir()) })
+}
+
 // BenchmarkGraphChain1000 runs a chain of 1,000 identity steps through
 // the session (target ≤ 50 ms per run). Its ns/op / 1000 minus
 // BenchmarkDirectIdentityCall is the per-step overhead (target ≤ 20 µs).
 func BenchmarkGraphChain1000(b *testing.B) {
-	s := newSession(b)
-	addGraph(b, s, "chain", chain(1000))
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		res, err := s.Call(ctx, "chain", &node.CallRequest{Tool: "run"})
-		if err != nil || res.IsError {
-			b.Fatal(err, res)
+	folders(b, func(b *testing.B, dir string) {
+		s := newSessionIn(b, dir)
+		addGraph(b, s, "chain", chain(1000))
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := s.Call(ctx, "chain", &node.CallRequest{Tool: "run"})
+			if err != nil || res.IsError {
+				b.Fatal(err, res)
+			}
 		}
-	}
+	})
 }
 
 // BenchmarkGraphOneStep is a graph of one identity step: the fixed cost
 // of a run (schema check, run record, scheduling) on top of one call.
 func BenchmarkGraphOneStep(b *testing.B) {
-	s := newSession(b)
-	addGraph(b, s, "one", chain(1))
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.Call(ctx, "one", &node.CallRequest{Tool: "run"}); err != nil {
-			b.Fatal(err)
+	folders(b, func(b *testing.B, dir string) {
+		s := newSessionIn(b, dir)
+		addGraph(b, s, "one", chain(1))
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Call(ctx, "one", &node.CallRequest{Tool: "run"}); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
 }
 
 // BenchmarkGraphParallel8x20ms runs 8 independent 20 ms steps (target
 // ≤ 1.5 × one step, 30 ms).
 func BenchmarkGraphParallel8x20ms(b *testing.B) {
-	s := newSession(b)
-	var src strings.Builder
-	src.WriteString("steps:\n")
-	for i := range 8 {
-		fmt.Fprintf(&src, "  s%d: {call: zz.sleep, args: {ms: 20}}\n", i)
-	}
-	addGraph(b, s, "par", src.String())
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := s.Call(ctx, "par", &node.CallRequest{Tool: "run"}); err != nil {
-			b.Fatal(err)
+	folders(b, func(b *testing.B, dir string) {
+		s := newSessionIn(b, dir)
+		var src strings.Builder
+		src.WriteString("steps:\n")
+		for i := range 8 {
+			fmt.Fprintf(&src, "  s%d: {call: zz.sleep, args: {ms: 20}}\n", i)
 		}
-	}
+		addGraph(b, s, "par", src.String())
+		ctx := context.Background()
+		for b.Loop() {
+			if _, err := s.Call(ctx, "par", &node.CallRequest{Tool: "run"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -65,11 +65,21 @@ type StepRecord struct {
 	Attempts int             `json:"attempts,omitempty"`
 	Started  time.Time       `json:"started,omitzero"`
 	Millis   float64         `json:"ms"`
+	// Cut says the run record keeps the result or arguments cut (at
+	// 64 KiB): a resume never reuses them.
+	Cut bool `json:"cut,omitempty"`
 }
 
-// done reports whether a resumed run can reuse the step as it is.
+// done reports whether a resumed run can reuse the step as it is: it
+// finished or was skipped, and its result is whole.
 func (r *StepRecord) done() bool {
-	return r != nil && (r.State == StateFinished || r.State == StateSkipped)
+	return r != nil && (r.State == StateFinished || r.State == StateSkipped) && !r.cut()
+}
+
+// cut reports whether the record's result was cut — Cut, or the mark clip
+// leaves in records written before Cut existed.
+func (r *StepRecord) cut() bool {
+	return r.Cut || r.Result != nil && len(r.Result.Text) > maxRecordText && strings.HasSuffix(r.Result.Text, "… (cut)")
 }
 
 // RunOptions are what a run needs besides the graph and its inputs.
@@ -81,6 +91,13 @@ type RunOptions struct {
 	Emit func(StepEvent)
 	// Record, if set, gets a copy of a step's record whenever it changes.
 	Record func(StepRecord)
+	// Commit, if set, makes a step done (finished or skipped) durable. It
+	// is called before Record is told, before any step that depends on it
+	// starts, and before the run ends; an error fails the run at that
+	// step. sync says a step depends on it: Commit returns only once the
+	// step is on disk. Otherwise it may be synced later, by the time the
+	// run's record says it ended.
+	Commit func(rec StepRecord, sync bool) error
 	// Prior holds the records of an interrupted run: steps finished there
 	// are not run again (nerve graph resume).
 	Prior map[string]*StepRecord
@@ -111,9 +128,12 @@ func (d *Def) Run(ctx context.Context, inputs map[string]any, o RunOptions) (any
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	r := &run{d: d, o: o, inputs: inputs, results: map[string]*StepResult{}, done: map[string]chan struct{}{}}
+	r := &run{d: d, o: o, inputs: inputs, results: map[string]*StepResult{}, done: map[string]chan struct{}{}, dependedOn: map[string]bool{}}
 	for _, s := range d.Steps {
 		r.done[s.ID] = make(chan struct{})
+		for _, dep := range s.Deps {
+			r.dependedOn[dep] = true
+		}
 	}
 	maxPar := d.MaxParallel
 	if maxPar < 1 {
@@ -180,6 +200,8 @@ type run struct {
 	o      RunOptions
 	inputs map[string]any
 	done   map[string]chan struct{}
+	// dependedOn are the steps another waits for.
+	dependedOn map[string]bool
 
 	// mu guards results: nil for a step skipped by when.
 	mu      sync.Mutex
@@ -206,6 +228,15 @@ func (r *run) record(rec StepRecord) {
 	}
 }
 
+// commit makes a step done durable (RunOptions.Commit); synced at once
+// when a step depends on it.
+func (r *run) commit(rec StepRecord) error {
+	if r.o.Commit == nil {
+		return nil
+	}
+	return r.o.Commit(rec, r.dependedOn[rec.ID])
+}
+
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // output is the value of the graph's output, or the text of its last step
@@ -225,6 +256,9 @@ func (r *run) output() (any, error) {
 // step runs one step to its end; an error fails the run.
 func (r *run) step(ctx context.Context, s *Step) error {
 	if prior := r.o.Prior[s.ID]; prior.done() {
+		if err := r.commit(*prior); err != nil {
+			return err
+		}
 		r.mu.Lock()
 		r.results[s.ID] = prior.Result
 		r.mu.Unlock()
@@ -243,6 +277,9 @@ func (r *run) step(ctx context.Context, s *Step) error {
 		if !ok {
 			rec.State = StateSkipped
 			rec.Error = "when was false"
+			if err := r.commit(rec); err != nil {
+				return err
+			}
 			r.record(rec)
 			r.emit(StepEvent{Step: s.ID, State: StateSkipped, Reason: "when"})
 			return nil
@@ -276,6 +313,9 @@ func (r *run) finish(ctx context.Context, s *Step, rec *StepRecord, start time.T
 		case OnErrorSkip:
 			res = &StepResult{Text: asText(s.Default), Structured: s.Default}
 			rec.State, rec.Result = StateSkipped, res
+			if err := r.commit(*rec); err != nil {
+				return err
+			}
 			r.setResult(s.ID, res)
 			r.record(*rec)
 			r.emit(StepEvent{Step: s.ID, State: StateSkipped, Reason: "on_error", Error: rec.Error, Millis: rec.Millis})
@@ -297,6 +337,9 @@ func (r *run) finish(ctx context.Context, s *Step, rec *StepRecord, start time.T
 		return err
 	}
 	rec.State, rec.Result = StateFinished, res
+	if err := r.commit(*rec); err != nil {
+		return err
+	}
 	r.setResult(s.ID, res)
 	r.record(*rec)
 	r.emit(StepEvent{Step: s.ID, State: StateFinished, Millis: rec.Millis})

@@ -121,20 +121,22 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	resumeID, _ := inputs[resumeArg].(string)
 	delete(inputs, resumeArg)
 	if resumeID != "" {
-		rec, err := n.runs.get(resumeID)
+		// One caller at a time resumes a run: the claim holds until the
+		// run ends.
+		rec, done, err := n.runs.claim(resumeID)
 		if err != nil {
 			return nil, err
 		}
-		prior = map[string]*StepRecord{}
-		for i := range rec.Steps {
-			prior[rec.Steps[i].ID] = &rec.Steps[i]
-		}
+		prior = done
 		inputs = rec.Inputs
 	}
 	if err := n.BeginCall(); err != nil {
+		if resumeID != "" {
+			n.runs.release(resumeID)
+		}
 		return nil, err
 	}
-	rec := n.runs.begin(inputs, n.def, resumeID)
+	rec := n.runs.begin(inputs, n.def, resumeID, prior)
 	emit := func(ev StepEvent) {
 		data, _ := json.Marshal(ev)
 		req.Emit(node.CallEvent{Kind: node.EventStep, Step: "graph", Data: data})
@@ -144,6 +146,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		Ask:    n.asker(),
 		Emit:   emit,
 		Record: rec.step,
+		Commit: rec.commit,
 		Prior:  prior,
 	})
 	rec.end(out, err, ctx.Err() != nil)

@@ -88,7 +88,10 @@ func (s *runStore) load(log *zap.Logger) {
 			log.Warn("reading a graph run", zap.String("file", name), zap.Error(err))
 			continue
 		}
-		if rec.State == RunRunning {
+		if rec.State == RunRunning && !s.claimed(rec.ID) {
+			// The steps the run finished are in its journal even when the
+			// record was not written since.
+			s.merge(rec, s.journal(rec.ID).read())
 			rec.State = RunInterrupted
 			rec.Error = "the daemon stopped during the run; finish it with `nerve graph resume " + rec.ID + "`"
 			s.write(rec)
@@ -147,19 +150,81 @@ func (s *runStore) read(id string) (*Record, error) {
 	return &rec, nil
 }
 
-// get returns a run to resume: one that did not finish.
-func (s *runStore) get(id string) (*Record, error) {
+// claim takes the run id to resume: only one caller at a time runs a
+// run. It returns the run's record, with each step that is done as the
+// journal has it (whole results), and holds the claim until the resumed
+// run ends (activeRun.end) or release.
+func (s *runStore) claim(id string) (*Record, map[string]*StepRecord, error) {
+	claims.Lock()
+	defer claims.Unlock()
+	if how, ok := claims.m[s.key(id)]; ok {
+		return nil, nil, fmt.Errorf("run %s is %s; one caller at a time may run it: wait for that to end (`nerve graph show %s` shows its steps), then resume it if it did not finish", id, how, id)
+	}
 	rec, err := s.read(id)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rec.State == RunFinished {
-		return nil, fmt.Errorf("run %s finished; there is nothing to resume", id)
+		return nil, nil, fmt.Errorf("run %s finished; there is nothing to resume", id)
 	}
-	if rec.State == RunRunning {
-		return nil, fmt.Errorf("run %s is still running", id)
+	// A record that says running but is claimed by no one here is one the
+	// daemon that ran it did not see to its end (one daemon owns a state
+	// folder, and load marks only the newest records interrupted): the
+	// journal has what it finished.
+	prior := map[string]*StepRecord{}
+	for i := range rec.Steps {
+		prior[rec.Steps[i].ID] = &rec.Steps[i]
 	}
-	return rec, nil
+	for _, sr := range s.journal(id).read() {
+		prior[sr.ID] = sr
+	}
+	if claims.m == nil {
+		claims.m = map[string]string{}
+	}
+	claims.m[s.key(id)] = "being resumed by another caller"
+	return rec, prior, nil
+}
+
+// release gives up a claim that begin did not take over.
+func (s *runStore) release(id string) {
+	claims.Lock()
+	delete(claims.m, s.key(id))
+	claims.Unlock()
+}
+
+// claimed reports whether a run is being run in this process.
+func (s *runStore) claimed(id string) bool {
+	claims.Lock()
+	defer claims.Unlock()
+	_, ok := claims.m[s.key(id)]
+	return ok
+}
+
+// claims are the runs being run in this process, by key (runStore.key),
+// with how ("still running", "being resumed by another caller"). They are shared by every graph
+// node so that a node replaced by `nerve graph edit`, whose runs folder is
+// its predecessor's, sees the runs its predecessor still runs.
+var claims struct {
+	sync.Mutex
+	m map[string]string
+}
+
+// key names a run among the claims: its record's path, or the store and
+// id for runs kept in memory.
+func (s *runStore) key(id string) string {
+	if s.dir == "" {
+		return fmt.Sprintf("%p/%s", s, id)
+	}
+	return filepath.Join(s.dir, id)
+}
+
+// merge puts the steps a journal holds into rec, cut as records keep them.
+func (s *runStore) merge(rec *Record, done map[string]*StepRecord) {
+	for i := range rec.Steps {
+		if sr, ok := done[rec.Steps[i].ID]; ok {
+			rec.Steps[i] = clipStep(*sr)
+		}
+	}
 }
 
 func (s *runStore) write(rec *Record) {
@@ -184,7 +249,11 @@ func (s *runStore) write(rec *Record) {
 func (s *runStore) prune() {
 	names := s.files()
 	for len(names) > maxRunFiles {
-		_ = os.Remove(filepath.Join(s.dir, names[0]))
+		id := strings.TrimSuffix(names[0], ".json")
+		if !s.claimed(id) {
+			_ = os.Remove(filepath.Join(s.dir, names[0]))
+			_ = os.Remove(filepath.Join(s.dir, id+".steps.jsonl"))
+		}
 		names = names[1:]
 	}
 }
@@ -199,6 +268,10 @@ type activeRun struct {
 	index map[string]int
 	timer *time.Timer // a pending flush
 	ended bool
+
+	// j holds the steps done, whole; journaled are those it has.
+	j         *journal
+	journaled map[string]bool
 }
 
 func newRunID(graph string) string {
@@ -207,8 +280,10 @@ func newRunID(graph string) string {
 	return graph + "." + time.Now().UTC().Format("20060102-150405.000") + "-" + hex.EncodeToString(b[:])
 }
 
-// begin starts recording a run (or continues the record of one resumed).
-func (s *runStore) begin(inputs map[string]any, d *Def, resumeID string) *activeRun {
+// begin starts recording a run, or continues the record of one resumed
+// (claimed by claim, with the steps done in prior). The run is claimed
+// until end, and its record on disk says running before any step starts.
+func (s *runStore) begin(inputs map[string]any, d *Def, resumeID string, prior map[string]*StepRecord) *activeRun {
 	rec := &Record{ID: resumeID, Graph: s.graph, Inputs: inputs, Started: time.Now(), State: RunRunning}
 	if resumeID != "" {
 		if old, err := s.read(resumeID); err == nil {
@@ -217,10 +292,26 @@ func (s *runStore) begin(inputs map[string]any, d *Def, resumeID string) *active
 		}
 	} else {
 		rec.ID = newRunID(s.graph)
+		claims.Lock()
+		if claims.m == nil {
+			claims.m = map[string]string{}
+		}
+		claims.m[s.key(rec.ID)] = "still running"
+		claims.Unlock()
 	}
-	a := &activeRun{s: s, id: rec.ID, rec: rec, index: map[string]int{}}
+	a := &activeRun{s: s, id: rec.ID, rec: rec, index: map[string]int{}, journaled: map[string]bool{}}
+	a.j = s.journal(rec.ID)
+	for id := range a.j.read() {
+		a.journaled[id] = true
+	}
 	for i, st := range d.Steps {
-		rec.Steps = append(rec.Steps, StepRecord{ID: st.ID, State: "pending"})
+		sr := StepRecord{ID: st.ID, State: "pending"}
+		if p := prior[st.ID]; p.done() {
+			// Shown done from the start: a crash before the step is
+			// reached again must not lose that it was.
+			sr = clipStep(*p)
+		}
+		rec.Steps = append(rec.Steps, sr)
 		a.index[st.ID] = i
 	}
 	s.write(rec)
@@ -239,17 +330,10 @@ func (s *runStore) remember(rec *Record) {
 }
 
 // step records a step's new state; the file is rewritten at most every
-// flushEvery while the run goes on.
+// flushEvery while the run goes on. A step done is in the journal first
+// (commit): the record is only what people read.
 func (a *activeRun) step(sr StepRecord) {
-	sr.Args = json.RawMessage(clip(string(sr.Args), maxRecordText, true))
-	if sr.Result != nil {
-		r := *sr.Result
-		r.Text = clip(r.Text, maxRecordText, false)
-		if b, _ := json.Marshal(r.Structured); len(b) > maxRecordText {
-			r.Structured = nil
-		}
-		sr.Result = &r
-	}
+	sr = clipStep(sr)
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
 	if a.ended {
@@ -263,6 +347,54 @@ func (a *activeRun) step(sr StepRecord) {
 	}
 }
 
+// commit puts a step done (finished or skipped) in the journal, with its
+// whole result: a resumed run never runs it again. With sync (a step
+// depends on it) it returns once the line is on disk; otherwise the line is
+// synced with a later one, at the latest when the run ends. Runs kept in
+// memory have nothing to write.
+func (a *activeRun) commit(sr StepRecord, sync bool) error {
+	if a.j == nil {
+		return nil
+	}
+	a.s.mu.Lock()
+	had := a.journaled[sr.ID]
+	a.s.mu.Unlock()
+	if had {
+		return nil // a step of the resumed run, done before
+	}
+	if err := a.j.append(sr, sync); err != nil {
+		return fmt.Errorf("recording that the step is done: %w (a resume would run it again, so the run stops here; make %s writable, with room, then `nerve graph resume %s`)", err, a.s.dir, a.id)
+	}
+	a.s.mu.Lock()
+	a.journaled[sr.ID] = true
+	a.s.mu.Unlock()
+	return nil
+}
+
+// clipStep is a step's record as the run record keeps it: text and
+// arguments cut at maxRecordText, structured content over it left out.
+// Cut says so: a resume never reuses a cut result (the journal has it
+// whole).
+func clipStep(sr StepRecord) StepRecord {
+	if len(sr.Args) > maxRecordText {
+		sr.Args = json.RawMessage(clip(string(sr.Args), maxRecordText, true))
+		sr.Cut = true
+	}
+	if sr.Result != nil {
+		r := *sr.Result
+		if len(r.Text) > maxRecordText {
+			r.Text = clip(r.Text, maxRecordText, false)
+			sr.Cut = true
+		}
+		if b, _ := json.Marshal(r.Structured); len(b) > maxRecordText {
+			r.Structured = nil
+			sr.Cut = true
+		}
+		sr.Result = &r
+	}
+	return sr
+}
+
 func (a *activeRun) flush() {
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
@@ -274,6 +406,13 @@ func (a *activeRun) flush() {
 
 // end records the run's outcome.
 func (a *activeRun) end(out any, err error, cancelled bool) {
+	// The claim goes last, after the final record is written (and after
+	// s.mu, which claim takes inside the claims' lock).
+	defer func() {
+		claims.Lock()
+		delete(claims.m, a.s.key(a.id))
+		claims.Unlock()
+	}()
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
 	if a.timer != nil {
@@ -290,7 +429,20 @@ func (a *activeRun) end(out any, err error, cancelled bool) {
 	default:
 		a.rec.State, a.rec.Output = RunFinished, out
 	}
+	if a.j != nil && a.rec.State != RunFinished {
+		// A resume reads the steps done from the journal: on disk before
+		// the record says the run ended. (A failure here leaves those
+		// steps to run again, as if the daemon had been killed.)
+		_ = a.j.flush()
+	}
 	a.s.write(a.rec)
+	if a.j != nil {
+		a.j.close()
+		if a.rec.State == RunFinished {
+			// Nothing is left to resume.
+			_ = os.Remove(a.j.path)
+		}
+	}
 }
 
 // summaries are the recent runs for the node's info, newest first, with

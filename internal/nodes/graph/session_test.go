@@ -70,12 +70,16 @@ func (n *sleeper) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.Cal
 	}
 }
 
-func newSession(t testing.TB) *session.Session {
+func newSession(t testing.TB) *session.Session { return newSessionIn(t, "") }
+
+// newSessionIn is a session that keeps its nodes' files under dir, as the
+// daemon's do (run records on disk); "" keeps them in memory.
+func newSessionIn(t testing.TB, dir string) *session.Session {
 	reg := &session.Registry{}
 	reg.Register(identity.Kind, identity.New)
 	reg.Register(graph.Kind, graph.New)
 	reg.Register("sleeper", newSleeper)
-	s := session.New("test", reg, nil)
+	s := session.New("test", reg, &session.Options{Dir: dir})
 	t.Cleanup(func() { s.Close(context.Background()) })
 	ctx := context.Background()
 	for _, spec := range []node.Spec{{ID: "echo", Kind: identity.Kind}, {ID: "zz", Kind: "sleeper"}} {
