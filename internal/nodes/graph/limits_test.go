@@ -96,7 +96,7 @@ func TestOverlappingRunsArePruned(t *testing.T) {
 	d := &Def{Steps: []*Step{{ID: "a"}}}
 	var runs []*activeRun
 	for range maxRunFiles + 30 {
-		runs = append(runs, s.begin(nil, d, ""))
+		runs = append(runs, s.begin(nil, d, "", nil))
 	}
 	for i := len(runs) - 1; i >= 0; i-- { // the innermost ends first
 		runs[i].step(StepRecord{ID: "a", State: "done"})

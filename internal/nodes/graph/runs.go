@@ -412,6 +412,11 @@ func (a *activeRun) end(out any, err error, cancelled bool) {
 		claims.Lock()
 		delete(claims.m, a.s.key(a.id))
 		claims.Unlock()
+		// Pruned again now that this run may go: the writes while it
+		// ran kept it (a running run is never removed).
+		if a.s.dir != "" {
+			a.s.prune()
+		}
 	}()
 	a.s.mu.Lock()
 	defer a.s.mu.Unlock()
