@@ -286,3 +286,22 @@ func TestCallsThroughNerveAreBounded(t *testing.T) {
 		t.Errorf("a request whose chain is 100 hops: %v; want it refused", err)
 	}
 }
+
+// Issue 21, found by FuzzValidateArguments: a server whose tool schema
+// refers to itself through anyOf killed the daemon on the first call of
+// that tool (the schema library recursed until a fatal stack overflow while
+// nerve checked the arguments). Now the schema is not used for checking,
+// the call reaches the server, and the daemon lives.
+func TestSelfReferringToolSchemaDoesNotKillDaemon(t *testing.T) {
+	h := newHome(t)
+	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	h.must("node", "add", "mcp", "evil", "--", server, "--loop-schema")
+	pid := h.daemonPID()
+	out, stderr, code := h.run("call", "@evil", "loop", `{"x": "hello"}`)
+	if code != 0 || !strings.Contains(out, `"x":"hello"`) && !strings.Contains(out, `"x": "hello"`) {
+		t.Errorf("call @evil loop: exit %d\nstdout: %s\nstderr: %.2000s", code, out, stderr)
+	}
+	if got := h.daemonPID(); got != pid {
+		t.Errorf("daemon pid changed %d → %d: it died", pid, got)
+	}
+}
