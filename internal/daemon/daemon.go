@@ -216,12 +216,12 @@ func (d *Daemon) addDefaults(ctx context.Context, s *session.Session) {
 		if !d.opts.Registry.Has(spec.Kind) {
 			continue
 		}
-		n, err := s.Register(spec)
+		n, err := s.RegisterToStart(spec)
 		if err != nil {
 			d.log.Warn("adding a default node", zap.String("node", spec.ID), zap.Error(err))
 			continue
 		}
-		d.startInBackground(s.Name(), []node.Node{n}, nil)
+		d.startInBackground(s, []node.Node{n}, nil)
 	}
 }
 
@@ -275,18 +275,20 @@ func (d *Daemon) statePath(name string) string {
 // caller; Close waits for (and cancels) them.
 // done, if set, is called with each node's id once its start has returned
 // (at once for a lazy node).
-func (d *Daemon) startInBackground(sess string, nodes []node.Node, done func(id string)) {
+func (d *Daemon) startInBackground(s *session.Session, nodes []node.Node, done func(id string)) {
+	sess := s.Name()
 	if done == nil {
 		done = func(string) {}
 	}
 	for _, n := range nodes {
 		if l, ok := n.(node.Lazy); ok && l.StartsLazily() {
+			_ = s.StartRegistered(d.bgCtx, n.ID()) // ends the wait only
 			done(n.ID())
 			continue // it knows its tools (catalogue); its first call starts it
 		}
 		d.bg.Go(func() {
 			defer done(n.ID())
-			if err := n.Start(d.bgCtx); err != nil {
+			if err := s.StartRegistered(d.bgCtx, n.ID()); err != nil {
 				d.log.Warn("node did not start", zap.String("session", sess), zap.String("node", n.ID()), zap.Error(err))
 			}
 		})
@@ -383,7 +385,7 @@ func (d *Daemon) restoreOne(name string) {
 			d.notice(fmt.Sprintf("session %q: node %q is ERROR: %s", name, spec.ID, reason))
 			continue
 		}
-		n, err := h.s.Register(spec)
+		n, err := h.s.RegisterToStart(spec)
 		if err != nil {
 			d.unmarkRestoring(name, spec.ID)
 			d.log.Error("saved node cannot be built; kept in the state file", zap.String("session", name), zap.String("node", spec.ID), zap.Error(err))
@@ -402,7 +404,7 @@ func (d *Daemon) restoreOne(name string) {
 		}
 	}
 	d.log.Info("session restored", zap.String("session", name), zap.Int("nodes", len(nodes)))
-	d.startInBackground(name, nodes, func(id string) { d.unmarkRestoring(name, id) })
+	d.startInBackground(h.s, nodes, func(id string) { d.unmarkRestoring(name, id) })
 }
 
 // WaitStarted waits until every background start (restore, default nodes)

@@ -186,7 +186,7 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	n, err := s.Register(spec)
+	_, err = s.RegisterToStart(spec)
 	if err == nil {
 		s.SetClientEnv(spec.ID, requestEnv(r))
 	}
@@ -200,7 +200,7 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := n.Start(r.Context()); err != nil {
+	if err := s.StartRegistered(r.Context(), spec.ID); err != nil {
 		info, _ := s.Info(spec.ID)
 		writeError(w, http.StatusBadGateway, api.Error{Code: api.CodeStartFailed,
 			Message: fmt.Sprintf("node %q was added but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s` (or `nerve node rm %s`)", spec.ID, err, spec.ID, spec.ID, spec.ID),

@@ -165,6 +165,32 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 	return e.n, nil
 }
 
+// RegisterToStart is Register for a node the caller starts next with
+// StartRegistered (a daemon restoring its sessions in the background):
+// until then a request that finds it CREATED waits for that start instead
+// of failing.
+func (s *Session) RegisterToStart(spec node.Spec) (node.Node, error) {
+	e, err := s.register(spec, true)
+	if err != nil {
+		return nil, err
+	}
+	return e.n, nil
+}
+
+// StartRegistered starts a node added with RegisterToStart, or only ends
+// its wait when it starts lazily (its first call starts it).
+func (s *Session) StartRegistered(ctx context.Context, id string) error {
+	e, err := s.entry(id)
+	if err != nil {
+		return err
+	}
+	defer e.setPending(false)
+	if l, ok := e.n.(node.Lazy); ok && l.StartsLazily() {
+		return nil
+	}
+	return e.n.Start(ctx)
+}
+
 // register builds and adds a node; pending says the caller starts it
 // right after (requests that find it CREATED wait for that start).
 func (s *Session) register(spec node.Spec, pending bool) (*entry, error) {
