@@ -8,6 +8,22 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"go.uber.org/zap"
+)
+
+// The endpoint's timeouts (issue 22, item 4). There is no WriteTimeout and
+// no server-wide ReadTimeout: an MCP session's GET event stream and a long
+// tool call's POST answer stream for as long as they last, and net/http
+// cancels a request whose connection passes its read deadline.
+const (
+	// headerTimeout bounds reading a request's headers, the first
+	// request's included: a connection that says nothing is closed.
+	headerTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection with no request.
+	DefaultIdleTimeout = 2 * time.Minute
+	// bodyTimeout bounds reading the body of an authenticated request.
+	bodyTimeout = 30 * time.Second
 )
 
 // EndpointOptions configure StartEndpoint.
@@ -16,13 +32,19 @@ type EndpointOptions struct {
 	// Listen is the address to listen on; it must be a loopback address
 	// ("127.0.0.1:0", the default, picks a free port).
 	Listen string
+	// Limits bound the TCP connections (limit.go); zero fields take the
+	// defaults.
+	Limits ConnLimits
+	// IdleTimeout closes keep-alive connections idle this long (0:
+	// DefaultIdleTimeout).
+	IdleTimeout time.Duration
 }
 
 // Endpoint is the MCP endpoint listening on 127.0.0.1.
 type Endpoint struct {
 	h    *HTTPHandler
 	srv  *http.Server
-	ln   net.Listener
+	ln   *limitListener
 	base string
 	errc chan error
 }
@@ -47,17 +69,32 @@ func StartEndpoint(opts *EndpointOptions) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
 		h.Close()
 		return nil, fmt.Errorf("listening for the MCP endpoint on %s: %w (pick another address, or 127.0.0.1:0 for any free port)", addr, err)
+	}
+	ln := newLimitListener(tcp, opts.Limits)
+	idle := opts.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
 	}
 	e := &Endpoint{
 		h:    h,
 		ln:   ln,
 		base: "http://" + ln.Addr().String(),
-		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: headerTimeout,
+			IdleTimeout:       idle,
+			ConnContext:       connContext,
+		},
 		errc: make(chan error, 1),
+	}
+	// net/http's own complaints (accept errors, bad requests) go to the
+	// daemon's log, not to a stderr nobody reads.
+	if l, err := zap.NewStdLogAt(h.log.Named("http"), zap.WarnLevel); err == nil {
+		e.srv.ErrorLog = l
 	}
 	go func() { e.errc <- e.srv.Serve(ln) }()
 	return e, nil

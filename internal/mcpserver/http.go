@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -98,19 +99,25 @@ func (h *HTTPHandler) Close() {
 }
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A refused request ends its connection: without the token nobody
+	// may keep one open (issue 22, item 4).
 	if !loopbackHost(r.Host) {
+		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("forbidden: Host %q is not this machine's loopback address (DNS-rebinding protection); connect to http://127.0.0.1:PORT", r.Host), http.StatusForbidden)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("forbidden: Origin %q: web pages may not use nerve's MCP endpoint", o), http.StatusForbidden)
 		return
 	}
 	if !h.authorized(r) {
+		w.Header().Set("Connection", "close")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nerve"`)
 		http.Error(w, "unauthorized: send the header `Authorization: Bearer TOKEN`; `nerve mcp url` prints the URL and the token", http.StatusUnauthorized)
 		return
 	}
+	markAuthenticated(r.Context())
 	key, ok := parsePath(r.URL.Path)
 	if !ok {
 		http.Error(w, "not found: use /mcp/SESSION or /mcp/SESSION/node/NODE", http.StatusNotFound)
@@ -125,8 +132,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, ValidateNames(r.URL.Query().Get("names")).Error(), http.StatusBadRequest)
 		return
 	}
-	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = deadlineBody(w, http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
 	}
 	srv, err := h.server(r.Context(), key)
 	if err != nil {
@@ -138,6 +145,33 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	srv.h.ServeHTTP(w, r)
+}
+
+// deadlineBody bounds reading body to bodyTimeout and lifts the read
+// deadline once the body is read: net/http cancels a request whose
+// connection passes its read deadline, and the answer to a POST may stream
+// for as long as the tool call runs.
+func deadlineBody(w http.ResponseWriter, body io.ReadCloser) io.ReadCloser {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(bodyTimeout)) != nil {
+		return body // not a network connection (a test's recorder)
+	}
+	return &readDeadline{ReadCloser: body, rc: rc}
+}
+
+type readDeadline struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *readDeadline) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 func (h *HTTPHandler) authorized(r *http.Request) bool {

@@ -1,0 +1,218 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
+)
+
+// startEndpointWith serves s (as session "test") with opts changed by set.
+func startEndpointWith(t testing.TB, s *session.Session, set func(*EndpointOptions)) *Endpoint {
+	t.Helper()
+	opts := &EndpointOptions{HTTPOptions: HTTPOptions{
+		Token: NewToken(),
+		Session: func(_ context.Context, name string) (*session.Session, error) {
+			if name != s.Name() {
+				return nil, fmt.Errorf("no session %q", name)
+			}
+			return s, nil
+		},
+	}}
+	set(opts)
+	ep, err := StartEndpoint(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close(context.Background()) })
+	return ep
+}
+
+// rawRequest writes an initialize request on c (with token, if set) and
+// reads its answer.
+func rawRequest(t *testing.T, c net.Conn, br *bufio.Reader, host, path, token string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+host+path, strings.NewReader(initBody))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if err := req.Write(c); err != nil {
+		t.Fatalf("writing the request: %v", err)
+	}
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp
+}
+
+// closedByServer reports whether the server closes c within d.
+func closedByServer(c net.Conn, br *bufio.Reader, d time.Duration) bool {
+	c.SetReadDeadline(time.Now().Add(d))
+	_, err := br.ReadByte()
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// TestEndpointEndsRefusedConnections: a client that got its 401 (or 403)
+// cannot keep the connection; one with the token keeps it until it has been
+// idle for IdleTimeout.
+func TestEndpointEndsRefusedConnections(t *testing.T) {
+	s := newSession(t)
+	addNode(t, s, node.Spec{ID: "echo", Kind: "identity"})
+	ep := startEndpointWith(t, s, func(o *EndpointOptions) { o.IdleTimeout = 300 * time.Millisecond })
+	for _, tc := range []struct {
+		name, host, token string
+		status            int
+		closed            bool
+	}{
+		{name: "no token", host: ep.Addr(), status: http.StatusUnauthorized, closed: true},
+		{name: "wrong token", host: ep.Addr(), token: "nope", status: http.StatusUnauthorized, closed: true},
+		{name: "foreign host", host: "evil.example.com", token: ep.Token(), status: http.StatusForbidden, closed: true},
+		{name: "token", host: ep.Addr(), token: ep.Token(), status: http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", ep.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			br := bufio.NewReader(c)
+			resp := rawRequest(t, c, br, tc.host, "/mcp/test", tc.token)
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if tc.closed {
+				if !resp.Close || !closedByServer(c, br, 5*time.Second) {
+					t.Errorf("after a %d the connection stays open (Connection: close sent: %v); want it closed", resp.StatusCode, resp.Close)
+				}
+				return
+			}
+			if closedByServer(c, br, 100*time.Millisecond) {
+				t.Fatal("an authorized keep-alive connection was closed at once")
+			}
+			if !closedByServer(c, br, 5*time.Second) {
+				t.Error("an idle keep-alive connection was kept past IdleTimeout (300ms)")
+			}
+		})
+	}
+}
+
+// TestEndpointConnLimits floods the endpoint with idle connections from two
+// addresses: it keeps no more unauthenticated ones than its limits (per
+// address and in all), a client with the token still gets in and calls,
+// and once every place is taken by authenticated connections a new one is
+// refused.
+func TestEndpointConnLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens hundreds of connections")
+	}
+	s := newSession(t)
+	addNode(t, s, node.Spec{ID: "echo", Kind: "identity"})
+	limits := ConnLimits{Max: 24, MaxUnauth: 8, MaxUnauthPerHost: 5}
+	ep := startEndpointWith(t, s, func(o *EndpointOptions) { o.Limits = limits })
+
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	dial := func(from string) net.Conn {
+		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}}
+		c, err := d.Dial("tcp", ep.Addr())
+		if err != nil {
+			t.Fatalf("dialing from %s: %v", from, err)
+		}
+		return c
+	}
+	waitCounts := func(what string, ok func(total, unauth int) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			total, unauth := ep.ln.counts()
+			if ok(total, unauth) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d connections, %d unauthenticated (limits %+v)", what, total, unauth, limits)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	const perAddr = 200
+	for range perAddr {
+		flood = append(flood, dial("127.0.0.1"))
+	}
+	waitCounts("200 idle connections from 127.0.0.1", func(total, unauth int) bool {
+		return total == limits.MaxUnauthPerHost && unauth == limits.MaxUnauthPerHost
+	})
+	for range perAddr {
+		flood = append(flood, dial("127.0.0.2"))
+	}
+	waitCounts("and 200 from 127.0.0.2", func(total, unauth int) bool {
+		return total == limits.MaxUnauth && unauth == limits.MaxUnauth
+	})
+	evicted := 0
+	for _, c := range flood {
+		if closedByServer(c, bufio.NewReader(c), time.Millisecond) {
+			evicted++
+		}
+	}
+	if want := 2*perAddr - limits.MaxUnauth; evicted < want-limits.MaxUnauth {
+		t.Errorf("%d of %d idle connections closed by the server, want about %d", evicted, 2*perAddr, want)
+	}
+
+	// The owner's client gets in through the flood.
+	cs := connectHTTP(t, ep.URL("test"), ep.Token(), nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo.identity", Arguments: map[string]any{"text": "through"}})
+	if err != nil || resultText(res) != "through" {
+		t.Fatalf("a call with the token during the flood: %v %s", err, mustJSON(res))
+	}
+
+	// Authenticated connections fill every place: the next is refused.
+	var authed []net.Conn
+	defer func() {
+		for _, c := range authed {
+			c.Close()
+		}
+	}()
+	for {
+		total, unauth := ep.ln.counts()
+		if total-unauth >= limits.Max {
+			break
+		}
+		c := dial("127.0.0.1")
+		authed = append(authed, c)
+		if resp := rawRequest(t, c, bufio.NewReader(c), ep.Addr(), "/mcp/test", ep.Token()); resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d with the token", resp.StatusCode)
+		}
+		if len(authed) > limits.Max {
+			t.Fatalf("%d authenticated connections kept, limit %d", len(authed), limits.Max)
+		}
+	}
+	c := dial("127.0.0.1")
+	defer c.Close()
+	if !closedByServer(c, bufio.NewReader(c), 5*time.Second) {
+		t.Errorf("a connection over the limit of %d was kept", limits.Max)
+	}
+	if ep.ln.refused.Load() == 0 {
+		t.Error("refused = 0, want the connection over the limit counted")
+	}
+}
