@@ -43,6 +43,13 @@ type HTTPOptions struct {
 	Version string
 	// Logger receives the handler's logs; nil discards them.
 	Logger *zap.Logger
+	// SessionIdle closes an MCP session with no open event stream and no
+	// request for this long (0: DefaultSessionIdle).
+	SessionIdle time.Duration
+	// MaxSessions bounds the MCP sessions (0: DefaultMaxSessions): past
+	// it, those with no open event stream are closed, least recently used
+	// first.
+	MaxSessions int
 }
 
 // HTTPHandler is the session's MCP endpoint over streamable HTTP:
@@ -63,6 +70,8 @@ type HTTPHandler struct {
 	// mu guards servers.
 	mu      sync.Mutex
 	servers map[serverKey]*httpServer
+
+	reapMu sync.Mutex // serialises reapSessions
 }
 
 type serverKey struct{ session, node, names string }
@@ -71,6 +80,7 @@ type serverKey struct{ session, node, names string }
 type httpServer struct {
 	s    *Server
 	h    http.Handler
+	uses *sessionUses
 	done chan struct{} // closed when Run returned
 }
 
@@ -83,12 +93,20 @@ func NewHTTPHandler(opts *HTTPOptions) (*HTTPHandler, error) {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
 	log := o.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &HTTPHandler{opts: o, log: log, ctx: ctx, stop: stop, servers: map[serverKey]*httpServer{}}, nil
+	h := &HTTPHandler{opts: o, log: log, ctx: ctx, stop: stop, servers: map[serverKey]*httpServer{}}
+	h.wg.Go(h.reapLoop)
+	return h, nil
 }
 
 // Close stops every server the handler made and waits for them. Requests
@@ -144,7 +162,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
-	srv.h.ServeHTTP(w, r)
+	if created := srv.uses.serve(srv.h, w, r); created != "" {
+		h.reapSessions() // a new session may pass MaxSessions
+	}
 }
 
 // deadlineBody bounds reading body to bodyTimeout and lifts the read
@@ -224,7 +244,9 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 		}
 	}
 	s := New(NewSessionBackend(sess), &Options{Node: key.node, Names: key.names, Version: h.opts.Version, Logger: h.log})
-	hs := &httpServer{s: s, done: make(chan struct{})}
+	hs := &httpServer{s: s, uses: &sessionUses{m: map[string]*sessionUse{}}, done: make(chan struct{})}
+	// A client whose stream is gone is asked nothing (http_sessions.go).
+	s.live = hs.uses
 	hs.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: h.opts.MaxBody,

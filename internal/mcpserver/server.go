@@ -62,6 +62,9 @@ type Server struct {
 	ready chan struct{}
 	once  sync.Once
 	last  atomic.Pointer[mcp.ServerSession] // the client that spoke last
+	// live, if set, knows which clients can be sent a request (the HTTP
+	// endpoint's: those with a stream open); set before Run.
+	live liveness
 
 	// inflightMu guards inflight: the client of each tool call running,
 	// in the order they started.
@@ -711,7 +714,7 @@ func (s *Server) client(want func(*mcp.ClientCapabilities) bool) *mcp.ServerSess
 	s.inflightMu.Unlock()
 	can := func(ss *mcp.ServerSession) bool {
 		p := ss.InitializeParams()
-		return p != nil && p.Capabilities != nil && want(p.Capabilities)
+		return p != nil && p.Capabilities != nil && want(p.Capabilities) && (s.live == nil || s.live.reachable(ss.ID()))
 	}
 	var live []*mcp.ServerSession
 	for ss := range s.srv.Sessions() {
@@ -756,7 +759,13 @@ func (a attachment) Sample(ctx context.Context, nodeID string, req *mcp.CreateMe
 	if ss == nil {
 		return nil, session.ErrNoOneToAsk
 	}
-	return ss.CreateMessage(ctx, req)
+	ctx, gone := a.s.whileReachable(ctx, ss)
+	defer gone()
+	res, err := ss.CreateMessage(ctx, req)
+	if err != nil && gone() {
+		return nil, fmt.Errorf("%w (its MCP client went away)", session.ErrNoOneToAsk)
+	}
+	return res, err
 }
 
 func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -764,7 +773,59 @@ func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitPa
 	if ss == nil {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
-	return ss.Elicit(ctx, req)
+	ctx, gone := a.s.whileReachable(ctx, ss)
+	defer gone()
+	res, err := ss.Elicit(ctx, req)
+	if err != nil && gone() {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	return res, err
+}
+
+// available says whether any client of the server can be sent a request.
+func (a attachment) available() bool {
+	if a.s.live == nil {
+		return true
+	}
+	for ss := range a.s.srv.Sessions() {
+		if a.s.live.reachable(ss.ID()) {
+			return true
+		}
+	}
+	return false
+}
+
+// liveness knows which clients can be sent a request (http_sessions.go).
+type liveness interface {
+	reachable(id string) bool
+	unreachable(id string) <-chan struct{}
+}
+
+// whileReachable returns ctx cancelled when ss's client can no longer be
+// reached (its stream ended while the request waited for an answer), and
+// a function that ends the watch and says whether that happened.
+func (s *Server) whileReachable(ctx context.Context, ss *mcp.ServerSession) (context.Context, func() bool) {
+	if s.live == nil {
+		return ctx, func() bool { return false }
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	errGone := errors.New("the MCP client went away")
+	stop := make(chan struct{})
+	var once sync.Once
+	go func() {
+		select {
+		case <-s.live.unreachable(ss.ID()):
+			cancel(errGone)
+		case <-stop:
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() bool {
+		once.Do(func() { close(stop) })
+		gone := errors.Is(context.Cause(ctx), errGone)
+		cancel(nil)
+		return gone
+	}
 }
 
 func (a attachment) ResourceUpdated(uri string) {
