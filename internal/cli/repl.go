@@ -40,6 +40,9 @@ Commands (:help COMMAND for one):
 
 // RunREPL runs the Commander on env's session until the person leaves.
 func RunREPL(ctx context.Context, env *Env) error {
+	if env.Caller == "" {
+		env.Caller = node.CallerREPL // the call log says the calls came from here
+	}
 	c, err := env.Connect(ctx)
 	if err != nil {
 		return err

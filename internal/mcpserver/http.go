@@ -246,7 +246,7 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 	s := New(NewSessionBackend(sess), &Options{Node: key.node, Names: key.names, Version: h.opts.Version, Logger: h.log})
 	hs := &httpServer{s: s, uses: &sessionUses{m: map[string]*sessionUse{}}, done: make(chan struct{})}
 	// A client whose stream is gone is asked nothing (http_sessions.go).
-	s.live = hs.uses
+	s.live, s.via = hs.uses, "http"
 	hs.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: h.opts.MaxBody,

@@ -13,7 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/nodes/all"
 	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
 )
 
 // vanishing dials connections it can cut all at once, after which it dials
@@ -280,4 +282,24 @@ func TestHTTPGoneClientPassesToTheNext(t *testing.T) {
 	v.vanish()
 	waitStreams(t, ep, 0)
 	sample("stdio")
+}
+
+// TestHTTPCallerIsTheClient: a call through the endpoint names its MCP
+// client (initialize clientInfo) as the caller, for the call log.
+func TestHTTPCallerIsTheClient(t *testing.T) {
+	callers := make(chan node.Caller, 4)
+	s := session.New("test", all.Registry(), &session.Options{Dir: t.TempDir(), OnCall: func(_ context.Context, c *session.CallInfo) {
+		callers <- c.Caller
+	}})
+	t.Cleanup(func() { s.Close(context.Background()) })
+	addNode(t, s, node.Spec{ID: "echo", Kind: "identity"})
+	ep := startEndpoint(t, s)
+	cs := connectHTTP(t, ep.URL("test"), ep.Token(), nil)
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo.identity", Arguments: map[string]any{"text": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := node.Caller{Kind: node.CallerMCP, Name: "http-test", Via: "http"}
+	if got := <-callers; got != want {
+		t.Errorf("caller %+v, want %+v", got, want)
+	}
 }

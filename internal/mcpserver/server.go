@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,6 +66,9 @@ type Server struct {
 	// live, if set, knows which clients can be sent a request (the HTTP
 	// endpoint's: those with a stream open); set before Run.
 	live liveness
+	// via is how clients come, for the call log: "http" (the endpoint) or
+	// "" (stdio); set before Run.
+	via string
 
 	// inflightMu guards inflight: the client of each tool call running,
 	// in the order they started.
@@ -418,7 +422,7 @@ func (s *Server) toolHandler(id, tool string) mcp.ToolHandler {
 		if req.Params != nil {
 			args = req.Params.Arguments
 		}
-		res, err := s.b.Call(ctx, id, tool, args, observe)
+		res, err := s.b.Call(node.WithCaller(ctx, s.caller(ss)), id, tool, args, observe)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -793,6 +797,18 @@ func (a attachment) available() bool {
 		}
 	}
 	return false
+}
+
+// caller is ss's client as the call log names it: its initialize
+// clientInfo name and how it came.
+func (s *Server) caller(ss *mcp.ServerSession) node.Caller {
+	c := node.Caller{Kind: node.CallerMCP, Via: cmp.Or(s.via, "stdio")}
+	if ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			c.Name = p.ClientInfo.Name
+		}
+	}
+	return c
 }
 
 // liveness knows which clients can be sent a request (http_sessions.go).

@@ -41,6 +41,9 @@ type Options struct {
 	// or restart a node (api.HeaderClientEnv): ${VAR} in the node's spec
 	// resolves against it first.
 	Environ func() []string
+	// Caller names this client in the call log (api.HeaderCaller): "cli",
+	// "repl", or a program's name; empty logs its calls as "api".
+	Caller string
 }
 
 // Client talks to one daemon. It is safe for concurrent use.
@@ -96,6 +99,9 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.opts.Caller != "" {
+		req.Header.Set(api.HeaderCaller, c.opts.Caller)
 	}
 	if c.opts.Environ != nil && method == http.MethodPost && (strings.HasSuffix(path, "/nodes") || strings.HasSuffix(path, "/restart")) {
 		if data, err := json.Marshal(c.opts.Environ()); err == nil {

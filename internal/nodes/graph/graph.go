@@ -145,6 +145,8 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		Emit:   emit,
 		Record: rec.step,
 		Prior:  prior,
+		Graph:  n.ID(),
+		RunID:  rec.id,
 	})
 	rec.end(out, err, ctx.Err() != nil)
 	n.EndCall(err != nil)
