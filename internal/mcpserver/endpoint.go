@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,18 +13,19 @@ import (
 	"go.uber.org/zap"
 )
 
-// The endpoint's timeouts (issue 22, item 4). There is no WriteTimeout and
-// no server-wide ReadTimeout: an MCP session's GET event stream and a long
-// tool call's POST answer stream for as long as they last, and net/http
-// cancels a request whose connection passes its read deadline.
+// The endpoint's timeouts (issue 22, item 4). There is no WriteTimeout: an
+// MCP session's GET event stream and a long tool call's POST answer stream
+// for as long as they last. ReadTimeout bounds reading a request, headers
+// and body; net/http lifts the read deadline once the body is read, so it
+// does not cut those streams (TestEndpointBodyTimeout).
 const (
 	// headerTimeout bounds reading a request's headers, the first
 	// request's included: a connection that says nothing is closed.
 	headerTimeout = 10 * time.Second
 	// DefaultIdleTimeout closes a keep-alive connection with no request.
 	DefaultIdleTimeout = 2 * time.Minute
-	// bodyTimeout bounds reading the body of an authenticated request.
-	bodyTimeout = 30 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, its body included.
+	DefaultReadTimeout = 30 * time.Second
 )
 
 // EndpointOptions configure StartEndpoint.
@@ -38,6 +40,8 @@ type EndpointOptions struct {
 	// IdleTimeout closes keep-alive connections idle this long (0:
 	// DefaultIdleTimeout).
 	IdleTimeout time.Duration
+	// ReadTimeout bounds reading a request (0: DefaultReadTimeout).
+	ReadTimeout time.Duration
 }
 
 // Endpoint is the MCP endpoint listening on 127.0.0.1.
@@ -75,10 +79,8 @@ func StartEndpoint(opts *EndpointOptions) (*Endpoint, error) {
 		return nil, fmt.Errorf("listening for the MCP endpoint on %s: %w (pick another address, or 127.0.0.1:0 for any free port)", addr, err)
 	}
 	ln := newLimitListener(tcp, opts.Limits)
-	idle := opts.IdleTimeout
-	if idle <= 0 {
-		idle = DefaultIdleTimeout
-	}
+	idle := cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
+	read := cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	e := &Endpoint{
 		h:    h,
 		ln:   ln,
@@ -86,6 +88,7 @@ func StartEndpoint(opts *EndpointOptions) (*Endpoint, error) {
 		srv: &http.Server{
 			Handler:           h,
 			ReadHeaderTimeout: headerTimeout,
+			ReadTimeout:       read,
 			IdleTimeout:       idle,
 			ConnContext:       connContext,
 		},

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -151,7 +150,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = deadlineBody(w, http.MaxBytesReader(w, r.Body, h.opts.MaxBody))
+		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	}
 	srv, err := h.server(r.Context(), key)
 	if err != nil {
@@ -165,33 +164,6 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if created := srv.uses.serve(srv.h, w, r); created != "" {
 		h.reapSessions() // a new session may pass MaxSessions
 	}
-}
-
-// deadlineBody bounds reading body to bodyTimeout and lifts the read
-// deadline once the body is read: net/http cancels a request whose
-// connection passes its read deadline, and the answer to a POST may stream
-// for as long as the tool call runs.
-func deadlineBody(w http.ResponseWriter, body io.ReadCloser) io.ReadCloser {
-	rc := http.NewResponseController(w)
-	if rc.SetReadDeadline(time.Now().Add(bodyTimeout)) != nil {
-		return body // not a network connection (a test's recorder)
-	}
-	return &readDeadline{ReadCloser: body, rc: rc}
-}
-
-type readDeadline struct {
-	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
-}
-
-func (b *readDeadline) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.done {
-		b.done = true
-		_ = b.rc.SetReadDeadline(time.Time{})
-	}
-	return n, err
 }
 
 func (h *HTTPHandler) authorized(r *http.Request) bool {

@@ -216,3 +216,60 @@ func TestEndpointConnLimits(t *testing.T) {
 		t.Error("refused = 0, want the connection over the limit counted")
 	}
 }
+
+// TestEndpointBodyTimeout: a request whose body stalls is cut after
+// ReadTimeout, but a call whose answer streams for longer than that is
+// not: the deadline covers reading the body only.
+func TestEndpointBodyTimeout(t *testing.T) {
+	s := newSession(t)
+	addNode(t, s, node.Spec{ID: "sh", Kind: "bash"})
+	ep := startEndpointWith(t, s, func(o *EndpointOptions) { o.ReadTimeout = 300 * time.Millisecond })
+
+	c, err := net.Dial("tcp", ep.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /mcp/test HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\"", ep.Addr(), ep.Token())
+	br := bufio.NewReader(c)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	if resp, err := http.ReadResponse(br, nil); err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode/100 == 2 {
+			t.Fatalf("a stalled body was answered %d", resp.StatusCode)
+		}
+		t.Logf("a stalled body: %d after %v", resp.StatusCode, time.Since(start))
+	}
+	if !closedByServer(c, br, 10*time.Second) {
+		t.Fatalf("a stalled body kept its connection %v", time.Since(start))
+	}
+
+	// The answer's event stream outlives the deadline: read on the POST
+	// itself, since an SDK client would resume a cut stream unnoticed.
+	url := ep.URL("test")
+	id := initSession(t, ep, url)
+	post := func(body string) string {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+ep.Token())
+		req.Header.Set(sessionHeader, id)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatalf("reading the answer: %v (after %s)", err, data)
+		}
+		return string(data)
+	}
+	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if got := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sh.bash","arguments":{"command":"sleep 1; echo slept"}}}`); !strings.Contains(got, "slept") {
+		t.Fatalf("a call answering after 1 s (ReadTimeout 300ms) was cut: %q", got)
+	}
+}
