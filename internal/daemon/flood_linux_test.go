@@ -155,10 +155,17 @@ func TestEndpointFloodSparesTheSocket(t *testing.T) {
 	if n := openFDs(t); n >= limit-16 {
 		t.Errorf("the daemon holds %d descriptors of %d during the flood", n, limit)
 	}
+	reports := 0
 	for _, e := range logs.All() {
 		if msg := e.Message; strings.Contains(msg, "too many open files") || strings.Contains(msg, "Accept error") {
 			t.Fatalf("the log has %q", msg)
 		}
+		if strings.Contains(e.Message, "turning connections away") {
+			reports++
+		}
+	}
+	if reports != 1 {
+		t.Errorf("the log reports the flood %d times, want once (at most once a minute)", reports)
 	}
 }
 

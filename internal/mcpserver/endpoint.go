@@ -78,7 +78,7 @@ func StartEndpoint(opts *EndpointOptions) (*Endpoint, error) {
 		h.Close()
 		return nil, fmt.Errorf("listening for the MCP endpoint on %s: %w (pick another address, or 127.0.0.1:0 for any free port)", addr, err)
 	}
-	ln := newLimitListener(tcp, opts.Limits)
+	ln := newLimitListener(tcp, opts.Limits, h.log.Named("endpoint"))
 	idle := cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
 	read := cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	e := &Endpoint{

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
 )
 
 // The endpoint listens on 127.0.0.1, where every local user can connect.
@@ -73,6 +76,8 @@ type limitListener struct {
 
 	refused atomic.Int64 // closed at accept: the total was full
 	evicted atomic.Int64 // unauthenticated connections closed for a newer one
+	log     *zap.Logger
+	logged  atomic.Int64 // unix nanoseconds of the last report of a flood
 
 	// mu guards the fields below and every limitConn's authed and released.
 	mu      sync.Mutex
@@ -81,8 +86,27 @@ type limitListener struct {
 	perHost map[string]int
 }
 
-func newLimitListener(ln net.Listener, limits ConnLimits) *limitListener {
-	return &limitListener{Listener: ln, limits: limits.withDefaults(), perHost: map[string]int{}}
+func newLimitListener(ln net.Listener, limits ConnLimits, log *zap.Logger) *limitListener {
+	return &limitListener{Listener: ln, limits: limits.withDefaults(), perHost: map[string]int{}, log: log}
+}
+
+// floodReport is how often at most a flood is reported in the log: once
+// per connection would fill it.
+const floodReport = time.Minute
+
+// report logs, at most once per floodReport, that connections are being
+// turned away.
+func (l *limitListener) report() {
+	now := time.Now().UnixNano()
+	last := l.logged.Load()
+	if now-last < int64(floodReport) || !l.logged.CompareAndSwap(last, now) {
+		return
+	}
+	total, unauth := l.counts()
+	l.log.Warn("the MCP endpoint is turning connections away: a local program opens more than its limits (see docs/mcp-server.md)",
+		zap.Int64("refused", l.refused.Load()), zap.Int64("evicted_unauthenticated", l.evicted.Load()),
+		zap.Int("open", total), zap.Int("unauthenticated", unauth),
+		zap.Int("max", l.limits.Max), zap.Int("max_unauthenticated", l.limits.MaxUnauth))
 }
 
 // Accept returns the next connection within the limits; one over them is
@@ -111,6 +135,7 @@ func (l *limitListener) admit(c net.Conn) *limitConn {
 			l.mu.Unlock()
 			l.refused.Add(1)
 			c.Close()
+			l.report()
 			return nil
 		}
 		evict = append(evict, l.releaseLocked(l.unauth[0]))
@@ -130,6 +155,9 @@ func (l *limitListener) admit(c net.Conn) *limitConn {
 	for _, o := range evict {
 		l.evicted.Add(1)
 		o.Conn.Close()
+	}
+	if len(evict) > 0 {
+		l.report()
 	}
 	return lc
 }
