@@ -149,7 +149,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, ValidateNames(r.URL.Query().Get("names")).Error(), http.StatusBadRequest)
 		return
 	}
-	if r.Body != nil && r.Body != http.NoBody {
+	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	}
 	srv, err := h.server(r.Context(), key)

@@ -99,18 +99,25 @@ func (u *sessionUses) reachable(id string) bool {
 }
 
 // unreachable returns a channel closed once the client of session id has
-// no stream open and no request in flight (at once if it has none now).
-func (u *sessionUses) unreachable(id string) <-chan struct{} {
+// no stream open and no request in flight (at once if it has none now),
+// and a function that stops watching.
+func (u *sessionUses) unreachable(id string) (<-chan struct{}, func()) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	c := make(chan struct{})
 	su := u.m[id]
 	if su == nil || su.streams == 0 && su.requests == 0 {
 		close(c)
-		return c
+		return c, func() {}
 	}
 	su.gone = append(su.gone, c)
-	return c
+	return c, func() {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if i := slices.Index(su.gone, c); i >= 0 {
+			su.gone = slices.Delete(su.gone, i, i+1)
+		}
+	}
 }
 
 // idleSession is a session with no stream and no request.

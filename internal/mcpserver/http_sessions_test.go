@@ -96,6 +96,17 @@ func TestHTTPGoneClientIsNotAsked(t *testing.T) {
 	if err != nil || !strings.Contains(resultText(res), "m said: yes") {
 		t.Fatalf("sampling through the HTTP client: %v %s", err, mustJSON(res))
 	}
+	ep.h.mu.Lock()
+	for _, hs := range ep.h.servers {
+		hs.uses.mu.Lock()
+		for id, su := range hs.uses.m {
+			if len(su.gone) != 0 {
+				t.Errorf("session %s keeps %d watchers of a request that ended", id, len(su.gone))
+			}
+		}
+		hs.uses.mu.Unlock()
+	}
+	ep.h.mu.Unlock()
 	v.vanish()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()

@@ -814,7 +814,7 @@ func (s *Server) caller(ss *mcp.ServerSession) node.Caller {
 // liveness knows which clients can be sent a request (http_sessions.go).
 type liveness interface {
 	reachable(id string) bool
-	unreachable(id string) <-chan struct{}
+	unreachable(id string) (<-chan struct{}, func())
 }
 
 // whileReachable returns ctx cancelled when ss's client can no longer be
@@ -826,18 +826,19 @@ func (s *Server) whileReachable(ctx context.Context, ss *mcp.ServerSession) (con
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	errGone := errors.New("the MCP client went away")
+	unreachable, unwatch := s.live.unreachable(ss.ID())
 	stop := make(chan struct{})
 	var once sync.Once
 	go func() {
 		select {
-		case <-s.live.unreachable(ss.ID()):
+		case <-unreachable:
 			cancel(errGone)
 		case <-stop:
 		case <-ctx.Done():
 		}
 	}()
 	return ctx, func() bool {
-		once.Do(func() { close(stop) })
+		once.Do(func() { close(stop); unwatch() })
 		gone := errors.Is(context.Cause(ctx), errGone)
 		cancel(nil)
 		return gone
