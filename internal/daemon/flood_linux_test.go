@@ -126,6 +126,10 @@ func TestEndpointFloodSparesTheSocket(t *testing.T) {
 		t.Fatalf("the flooder said nothing: %v", err)
 	}
 	t.Logf("flooder: %s", strings.TrimSpace(line))
+	var opened, failed, floodUID int
+	if _, err := fmt.Sscanf(line, "opened %d failed %d uid %d", &opened, &failed, &floodUID); err != nil {
+		t.Fatalf("the flooder said %q: %v", line, err)
+	}
 
 	// The owner's API answers while the flood holds its connections: each
 	// probe a new connection, as each `nerve node ls` is a new process.
@@ -162,6 +166,10 @@ func TestEndpointFloodSparesTheSocket(t *testing.T) {
 		}
 		if strings.Contains(e.Message, "turning connections away") {
 			reports++
+			// The flood is told apart by its user, not its address.
+			if want := "uid " + strconv.Itoa(floodUID); e.ContextMap()["most_from"] != want {
+				t.Errorf("the report says the flood came from %v, want %s", e.ContextMap()["most_from"], want)
+			}
 		}
 	}
 	if reports != 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,10 +24,11 @@ import (
 //     limit at start; the rest stays for the Unix socket, nodes and files);
 //   - a connection is unauthenticated until one of its requests carried
 //     the token; at most MaxUnauth of those in all and MaxUnauthPerHost per
-//     remote address. A new connection over a bound evicts the oldest
-//     unauthenticated one (of its address first), so a flood churns itself
-//     and the owner's client, whose request follows its connect at once,
-//     still gets in;
+//     remote — its local user on Linux (peerUID: every local user comes
+//     from 127.0.0.1), else its address. A new connection over a bound
+//     evicts the oldest unauthenticated one of its own remote, or of the
+//     remote with the most, so a flood churns itself and the owner's
+//     client, whose request follows its connect at once, still gets in;
 //   - a connection that only authenticated ones fill up is refused (closed
 //     at accept).
 //
@@ -43,7 +45,8 @@ type ConnLimits struct {
 	// MaxUnauth bounds connections that have not shown the token yet
 	// (default 64).
 	MaxUnauth int
-	// MaxUnauthPerHost bounds them per remote address (default 16).
+	// MaxUnauthPerHost bounds them per remote: per local user on Linux,
+	// else per address (default 16).
 	MaxUnauthPerHost int
 }
 
@@ -103,9 +106,10 @@ func (l *limitListener) report() {
 		return
 	}
 	total, unauth := l.counts()
+	from, _ := l.busiest()
 	l.log.Warn("the MCP endpoint is turning connections away: a local program opens more than its limits (see docs/mcp-server.md)",
 		zap.Int64("refused", l.refused.Load()), zap.Int64("evicted_unauthenticated", l.evicted.Load()),
-		zap.Int("open", total), zap.Int("unauthenticated", unauth),
+		zap.Int("open", total), zap.Int("unauthenticated", unauth), zap.String("most_from", from),
 		zap.Int("max", l.limits.Max), zap.Int("max_unauthenticated", l.limits.MaxUnauth))
 }
 
@@ -123,11 +127,21 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *limitListener) admit(c net.Conn) *limitConn {
+// remoteKey is who a connection comes from: its local user where the
+// kernel says (every local user connects from 127.0.0.1), else its address.
+func remoteKey(c net.Conn) string {
+	if uid, ok := peerUID(c); ok {
+		return "uid " + strconv.FormatUint(uint64(uid), 10)
+	}
 	host := c.RemoteAddr().String()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
+	return host
+}
+
+func (l *limitListener) admit(c net.Conn) *limitConn {
+	host := remoteKey(c)
 	var evict []*limitConn
 	l.mu.Lock()
 	if l.total >= l.limits.Max {
@@ -138,14 +152,14 @@ func (l *limitListener) admit(c net.Conn) *limitConn {
 			l.report()
 			return nil
 		}
-		evict = append(evict, l.releaseLocked(l.unauth[0]))
+		evict = append(evict, l.releaseLocked(l.oldestOfBusiestLocked()))
 	}
 	if l.perHost[host] >= l.limits.MaxUnauthPerHost {
 		i := slices.IndexFunc(l.unauth, func(o *limitConn) bool { return o.host == host })
 		evict = append(evict, l.releaseLocked(l.unauth[i]))
 	}
 	if len(l.unauth) >= l.limits.MaxUnauth {
-		evict = append(evict, l.releaseLocked(l.unauth[0]))
+		evict = append(evict, l.releaseLocked(l.oldestOfBusiestLocked()))
 	}
 	lc := &limitConn{Conn: c, l: l, host: host}
 	l.total++
@@ -160,6 +174,33 @@ func (l *limitListener) admit(c net.Conn) *limitConn {
 		l.report()
 	}
 	return lc
+}
+
+// oldestOfBusiestLocked is the unauthenticated connection to evict: the
+// oldest of the remote with the most of them, so a flood evicts its own
+// connections before anyone else's. l.unauth must not be empty.
+func (l *limitListener) oldestOfBusiestLocked() *limitConn {
+	busiest := l.unauth[0].host
+	for h, n := range l.perHost {
+		if n > l.perHost[busiest] {
+			busiest = h
+		}
+	}
+	i := slices.IndexFunc(l.unauth, func(o *limitConn) bool { return o.host == busiest })
+	return l.unauth[i]
+}
+
+// busiest names the remote with the most unauthenticated connections.
+func (l *limitListener) busiest() (string, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	host, most := "", 0
+	for h, n := range l.perHost {
+		if n > most {
+			host, most = h, n
+		}
+	}
+	return host, most
 }
 
 // releaseLocked takes c out of the counts; it returns c.

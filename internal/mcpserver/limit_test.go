@@ -8,11 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -116,9 +119,9 @@ func TestEndpointEndsRefusedConnections(t *testing.T) {
 
 // TestEndpointConnLimits floods the endpoint with idle connections from two
 // addresses: it keeps no more unauthenticated ones than its limits (per
-// address and in all), a client with the token still gets in and calls,
-// and once every place is taken by authenticated connections a new one is
-// refused.
+// local user on Linux, else per address, and in all), a client with the
+// token still gets in and calls, and once every place is taken by
+// authenticated connections a new one is refused.
 func TestEndpointConnLimits(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens hundreds of connections")
@@ -166,17 +169,21 @@ func TestEndpointConnLimits(t *testing.T) {
 	for range perAddr {
 		flood = append(flood, dial("127.0.0.2"))
 	}
+	want := limits.MaxUnauth // two addresses
+	if _, byUID := peerUID(flood[0]); byUID || runtime.GOOS == "linux" {
+		want = limits.MaxUnauthPerHost // one user
+	}
 	waitCounts("and 200 from 127.0.0.2", func(total, unauth int) bool {
-		return total == limits.MaxUnauth && unauth == limits.MaxUnauth
+		return total == want && unauth == want
 	})
 	evicted := 0
 	for _, c := range flood {
-		if closedByServer(c, bufio.NewReader(c), time.Millisecond) {
+		if closedByServer(c, bufio.NewReader(c), 50*time.Millisecond) {
 			evicted++
 		}
 	}
-	if want := 2*perAddr - limits.MaxUnauth; evicted < want-limits.MaxUnauth {
-		t.Errorf("%d of %d idle connections closed by the server, want about %d", evicted, 2*perAddr, want)
+	if evicted != 2*perAddr-want {
+		t.Errorf("%d of %d idle connections closed by the server, want %d", evicted, 2*perAddr, 2*perAddr-want)
 	}
 
 	// The owner's client gets in through the flood.
@@ -271,5 +278,53 @@ func TestEndpointBodyTimeout(t *testing.T) {
 	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if got := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sh.bash","arguments":{"command":"sleep 1; echo slept"}}}`); !strings.Contains(got, "slept") {
 		t.Fatalf("a call answering after 1 s (ReadTimeout 300ms) was cut: %q", got)
+	}
+}
+
+// TestPeerUID: the endpoint knows which local user opened a connection.
+func TestPeerUID(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	uid, ok := peerUID(s)
+	if runtime.GOOS != "linux" {
+		if ok {
+			t.Errorf("peerUID = %d outside Linux", uid)
+		}
+		return
+	}
+	if !ok || uid != uint32(os.Getuid()) {
+		t.Errorf("peerUID = %d, %v; want this process's uid %d", uid, ok, os.Getuid())
+	}
+}
+
+// TestEvictionSparesTheQuiet: over the bound of unauthenticated
+// connections, the one evicted is the oldest of the remote that has the
+// most, not the oldest of all: a flood evicts its own connections, and
+// another user's one connection stays.
+func TestEvictionSparesTheQuiet(t *testing.T) {
+	l := newLimitListener(nil, ConnLimits{Max: 100, MaxUnauth: 4, MaxUnauthPerHost: 4}, zap.NewNop())
+	for _, h := range []string{"uid 1000", "uid 65534", "uid 65534", "uid 65534"} {
+		l.unauth = append(l.unauth, &limitConn{host: h})
+		l.perHost[h]++
+		l.total++
+	}
+	if got := l.oldestOfBusiestLocked(); got != l.unauth[1] {
+		t.Errorf("evicted %s's connection, want the oldest of uid 65534's", got.host)
+	}
+	if h, n := l.busiest(); h != "uid 65534" || n != 3 {
+		t.Errorf("busiest = %s (%d), want uid 65534 (3)", h, n)
 	}
 }
