@@ -48,6 +48,9 @@ type Env struct {
 	Paths paths.Paths
 	// Getenv reads the environment (os.Getenv when nil).
 	Getenv func(string) string
+	// Caller names the calls this Env makes in the call log: "cli" when
+	// empty, "repl" in the Commander.
+	Caller string
 
 	// conn is shared by the copies apply makes, so a connection made for
 	// one command is closed once by Close.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,7 @@ func (e *Env) Connect(ctx context.Context) (*client.Client, error) {
 func (e *Env) newClient(socket string, dial func(context.Context) (net.Conn, error), revive func(context.Context) error) *client.Client {
 	opts := client.Options{
 		Socket:  socket,
+		Caller:  cmp.Or(e.Caller, node.CallerCLI),
 		Version: Version(),
 		OnVersionMismatch: func(v string) {
 			fmt.Fprintf(e.Stderr, "nerve: warning: the daemon is version %s and this nerve is %s; restart it with `nerve daemon stop` (the next command starts this version)\n", v, Version())

@@ -18,9 +18,12 @@ import (
 func logCmd() *Command {
 	return &Command{
 		Name:    "log",
-		Summary: "show the call log: every call with its node, tool, arguments, result and duration",
+		Summary: "show the call log: every call with who made it, its node, tool, arguments, result and duration",
 		Usage:   "log [-n N] [--follow]",
-		Help:    "The call log is a JSON-lines file in the state folder; --json prints its lines as they are.",
+		Help: "Every call of every session is logged once, whoever made it: the caller column says who " +
+			"(cli, repl, api, mcp:CLIENT for an MCP client of `nerve mcp serve` or the HTTP endpoint, " +
+			"graph:GRAPH/STEP for a graph's step, llm:NODE for an llm node's agent). " +
+			"The call log is a JSON-lines file in the state folder; --json prints its lines as they are.",
 		Flags: []*Flag{
 			{Name: "lines", Short: "n", Value: "N", Usage: "show the last N calls (default 20; 0 for all)"},
 			{Name: "follow", Short: "f", Usage: "keep printing calls as they are made (Ctrl-C ends)"},
@@ -137,7 +140,11 @@ func printLogLine(env *Env, line []byte) {
 	if args == "" {
 		args = r.ArgsPreview
 	}
-	fmt.Fprintf(env.Stdout, "%s %s @%s %s %s %.1fms %s", r.Time.Local().Format("2006-01-02 15:04:05"), r.Session, r.Node, r.Tool, args, r.DurationMS, status)
+	caller := "-" // a line written before callers were logged
+	if r.Caller != nil {
+		caller = r.Caller.String()
+	}
+	fmt.Fprintf(env.Stdout, "%s %s %s @%s %s %s %.1fms %s", r.Time.Local().Format("2006-01-02 15:04:05"), caller, r.Session, r.Node, r.Tool, args, r.DurationMS, status)
 	if r.Result != "" && r.Error == "" {
 		fmt.Fprintf(env.Stdout, " → %s", firstLine(r.Result))
 	}

@@ -44,6 +44,9 @@ func RunREPL(ctx context.Context, env *Env) error {
 	// its catalogue) never starts a daemon someone stopped; a line the
 	// person runs does (run).
 	ctx = client.WithRevive(ctx, false)
+	if env.Caller == "" {
+		env.Caller = node.CallerREPL // the call log says the calls came from here
+	}
 	c, err := env.Connect(ctx)
 	if err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -83,7 +82,7 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cs := &callStream{w: w}
-	ctx := r.Context()
+	ctx := node.WithCaller(r.Context(), callerOf(r))
 
 	// Tell the caller if the node fails or stops during the call.
 	h := d.held(sessName)
@@ -92,6 +91,7 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 		defer h.unwatchCall(id, cs)
 	}
 
+	// The session logs the call (calllog.go), as it does every other.
 	start := time.Now()
 	res, err := s.Call(ctx, id, &node.CallRequest{
 		Tool:      req.Tool,
@@ -105,10 +105,17 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 		res = &mcp.CallToolResult{Content: []mcp.Content{}}
 	}
 	cs.end(res, err, took)
-	if d.calls != nil {
-		if lerr := d.calls.record(sessName, id, req.Tool, req.Arguments, start, res, err); lerr != nil {
-			d.log.Warn("writing the call log", zap.Error(lerr))
-		}
+}
+
+// callerOf is the caller a call request names (api.HeaderCaller).
+func callerOf(r *http.Request) node.Caller {
+	switch v := r.Header.Get(api.HeaderCaller); v {
+	case "":
+		return node.Caller{Kind: node.CallerAPI}
+	case node.CallerCLI, node.CallerREPL:
+		return node.Caller{Kind: v}
+	default:
+		return node.Caller{Kind: node.CallerAPI, Name: v}
 	}
 }
 

@@ -9,9 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
 )
 
 // defaultCallLogMax is the call log's size before rotation.
@@ -26,10 +25,13 @@ const maxSummary = 200
 
 // CallRecord is one line of the call log.
 type CallRecord struct {
-	Time        time.Time       `json:"time"`
-	Session     string          `json:"session"`
-	Node        string          `json:"node"`
-	Tool        string          `json:"tool"`
+	Time    time.Time `json:"time"`
+	Session string    `json:"session"`
+	Node    string    `json:"node"`
+	Tool    string    `json:"tool"`
+	// Caller is who made the call: cli, repl, api, mcp (with the MCP
+	// client's name), graph (with the graph, run and step), llm.
+	Caller      *node.Caller    `json:"caller,omitempty"`
 	Args        json.RawMessage `json:"args,omitempty"`
 	ArgsPreview string          `json:"args_preview,omitempty"`
 	Result      string          `json:"result,omitempty"`
@@ -77,14 +79,18 @@ func (l *callLog) openLocked() error {
 	return nil
 }
 
-// record logs one finished call.
-func (l *callLog) record(sess, nodeID, tool string, args json.RawMessage, start time.Time, res *mcp.CallToolResult, callErr error) error {
+// record logs one finished call of session sess.
+func (l *callLog) record(sess string, c *session.CallInfo) error {
+	args, res, callErr := c.Arguments, c.Result, c.Err
 	rec := CallRecord{
-		Time:       start.UTC(),
+		Time:       c.Start.UTC(),
 		Session:    sess,
-		Node:       nodeID,
-		Tool:       tool,
-		DurationMS: float64(time.Since(start).Microseconds()) / 1000,
+		Node:       c.Node,
+		Tool:       c.Tool,
+		DurationMS: float64(c.Duration.Microseconds()) / 1000,
+	}
+	if c.Caller.Kind != "" {
+		rec.Caller = &c.Caller
 	}
 	if len(args) <= maxLoggedArgs && json.Valid(args) {
 		rec.Args = args

@@ -228,6 +228,14 @@ func (d *Daemon) addDefaults(ctx context.Context, s *session.Session) {
 func (d *Daemon) newHeldLocked(name string) *held {
 	h := &held{}
 	opts := &session.Options{Logger: d.log}
+	if d.calls != nil {
+		// Every call of the session, whoever made it, is logged here once.
+		opts.OnCall = func(_ context.Context, c *session.CallInfo) {
+			if err := d.calls.record(name, c); err != nil {
+				d.log.Warn("writing the call log", zap.Error(err))
+			}
+		}
+	}
 	if d.opts.Paths.State != "" {
 		envPath := EnvFile(d.opts.Paths)
 		opts.ExtraEnv = func() ([]string, string) {

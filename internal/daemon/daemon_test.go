@@ -168,7 +168,7 @@ func TestCallLogRotates(t *testing.T) {
 	}
 	defer l.close()
 	for range 10 {
-		if err := l.record("s", "n", "t", json.RawMessage(`{"text":"hello"}`), time.Now(), nil, nil); err != nil {
+		if err := l.record("s", &session.CallInfo{Node: "n", Tool: "t", Arguments: json.RawMessage(`{"text":"hello"}`), Start: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // shutdownGrace is how long Serve lets requests finish once ctx ends
@@ -24,7 +26,11 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 		ConnContext:       connContext,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+	}
+	// net/http's own complaints (an accept that failed, a bad request)
+	// belong in the daemon's log.
+	if l, err := zap.NewStdLogAt(d.log.Named("api"), zap.WarnLevel); err == nil {
+		srv.ErrorLog = l
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,23 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"go.uber.org/zap"
+)
+
+// The endpoint's timeouts (issue 22, item 4). There is no WriteTimeout: an
+// MCP session's GET event stream and a long tool call's POST answer stream
+// for as long as they last. ReadTimeout bounds reading a request, headers
+// and body; net/http lifts the read deadline once the body is read, so it
+// does not cut those streams (TestEndpointBodyTimeout).
+const (
+	// headerTimeout bounds reading a request's headers, the first
+	// request's included: a connection that says nothing is closed.
+	headerTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection with no request.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultReadTimeout bounds reading a whole request, its body included.
+	DefaultReadTimeout = 30 * time.Second
 )
 
 // EndpointOptions configure StartEndpoint.
@@ -16,13 +34,21 @@ type EndpointOptions struct {
 	// Listen is the address to listen on; it must be a loopback address
 	// ("127.0.0.1:0", the default, picks a free port).
 	Listen string
+	// Limits bound the TCP connections (limit.go); zero fields take the
+	// defaults.
+	Limits ConnLimits
+	// IdleTimeout closes keep-alive connections idle this long (0:
+	// DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// ReadTimeout bounds reading a request (0: DefaultReadTimeout).
+	ReadTimeout time.Duration
 }
 
 // Endpoint is the MCP endpoint listening on 127.0.0.1.
 type Endpoint struct {
 	h    *HTTPHandler
 	srv  *http.Server
-	ln   net.Listener
+	ln   *limitListener
 	base string
 	errc chan error
 }
@@ -47,17 +73,31 @@ func StartEndpoint(opts *EndpointOptions) (*Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", addr)
+	tcp, err := net.Listen("tcp", addr)
 	if err != nil {
 		h.Close()
 		return nil, fmt.Errorf("listening for the MCP endpoint on %s: %w (pick another address, or 127.0.0.1:0 for any free port)", addr, err)
 	}
+	ln := newLimitListener(tcp, opts.Limits, h.log.Named("endpoint"))
+	idle := cmp.Or(opts.IdleTimeout, DefaultIdleTimeout)
+	read := cmp.Or(opts.ReadTimeout, DefaultReadTimeout)
 	e := &Endpoint{
 		h:    h,
 		ln:   ln,
 		base: "http://" + ln.Addr().String(),
-		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: headerTimeout,
+			ReadTimeout:       read,
+			IdleTimeout:       idle,
+			ConnContext:       connContext,
+		},
 		errc: make(chan error, 1),
+	}
+	// net/http's own complaints (accept errors, bad requests) go to the
+	// daemon's log, not to a stderr nobody reads.
+	if l, err := zap.NewStdLogAt(h.log.Named("http"), zap.WarnLevel); err == nil {
+		e.srv.ErrorLog = l
 	}
 	go func() { e.errc <- e.srv.Serve(ln) }()
 	return e, nil

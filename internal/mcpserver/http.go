@@ -43,6 +43,13 @@ type HTTPOptions struct {
 	Version string
 	// Logger receives the handler's logs; nil discards them.
 	Logger *zap.Logger
+	// SessionIdle closes an MCP session with no open event stream and no
+	// request for this long (0: DefaultSessionIdle).
+	SessionIdle time.Duration
+	// MaxSessions bounds the MCP sessions (0: DefaultMaxSessions): past
+	// it, those with no open event stream are closed, least recently used
+	// first.
+	MaxSessions int
 }
 
 // HTTPHandler is the session's MCP endpoint over streamable HTTP:
@@ -66,6 +73,8 @@ type HTTPHandler struct {
 	// mu guards servers.
 	mu      sync.Mutex
 	servers map[serverKey]*httpServer
+
+	reapMu sync.Mutex // serialises reapSessions
 }
 
 // serverKey is one server of the handler: a session (or one node) as one
@@ -80,7 +89,8 @@ type httpServer struct {
 	s    *Server
 	h    http.Handler
 	stop context.CancelFunc // ends Run
-	done chan struct{}      // closed when Run returned
+	uses *sessionUses
+	done chan struct{} // closed when Run returned
 	made time.Time
 }
 
@@ -93,12 +103,20 @@ func NewHTTPHandler(opts *HTTPOptions) (*HTTPHandler, error) {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
+	if o.SessionIdle <= 0 {
+		o.SessionIdle = DefaultSessionIdle
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
 	log := o.Logger
 	if log == nil {
 		log = zap.NewNop()
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &HTTPHandler{opts: o, log: log, ctx: ctx, stop: stop, servers: map[serverKey]*httpServer{}}, nil
+	h := &HTTPHandler{opts: o, log: log, ctx: ctx, stop: stop, servers: map[serverKey]*httpServer{}}
+	h.wg.Go(h.reapLoop)
+	return h, nil
 }
 
 // Close stops every server the handler made and waits for them. Requests
@@ -109,19 +127,25 @@ func (h *HTTPHandler) Close() {
 }
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A refused request ends its connection: without the token nobody
+	// may keep one open (issue 22, item 4).
 	if !loopbackHost(r.Host) {
+		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("forbidden: Host %q is not this machine's loopback address (DNS-rebinding protection); connect to http://127.0.0.1:PORT", r.Host), http.StatusForbidden)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+		w.Header().Set("Connection", "close")
 		http.Error(w, fmt.Sprintf("forbidden: Origin %q: web pages may not use nerve's MCP endpoint", o), http.StatusForbidden)
 		return
 	}
 	if !h.authorized(r) {
+		w.Header().Set("Connection", "close")
 		w.Header().Set("WWW-Authenticate", `Bearer realm="nerve"`)
 		http.Error(w, "unauthorized: send the header `Authorization: Bearer TOKEN`; `nerve mcp url` prints the URL and the token", http.StatusUnauthorized)
 		return
 	}
+	markAuthenticated(r.Context())
 	key, ok := parsePath(r.URL.Path)
 	if !ok {
 		http.Error(w, "not found: use /mcp/SESSION or /mcp/SESSION/node/NODE", http.StatusNotFound)
@@ -149,7 +173,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
-	srv.h.ServeHTTP(w, r)
+	if created := srv.uses.serve(srv.h, w, r); created != "" {
+		h.reapSessions() // a new session may pass MaxSessions
+	}
 }
 
 func (h *HTTPHandler) authorized(r *http.Request) bool {
@@ -239,7 +265,9 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 		return nil, err
 	}
 	runCtx, stop := context.WithCancel(h.ctx)
-	hs := &httpServer{s: s, stop: stop, done: make(chan struct{}), made: time.Now()}
+	hs := &httpServer{s: s, stop: stop, uses: &sessionUses{m: map[string]*sessionUse{}}, done: make(chan struct{}), made: time.Now()}
+	// A client whose stream is gone is asked nothing (http_sessions.go).
+	s.live, s.via = hs.uses, "http"
 	hs.h = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      sessionTimeout,
 		MaxRequestBodyBytes: h.opts.MaxBody,

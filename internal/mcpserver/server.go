@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -95,6 +96,13 @@ type Server struct {
 	catMu   sync.Mutex
 	catalog map[string]wantTool
 	index   *toolsearch.Index
+
+	// live, if set, knows which clients can be sent a request (the HTTP
+	// endpoint's: those with a stream open); set before Run.
+	live liveness
+	// via is how clients come, for the call log: "http" (the endpoint) or
+	// "" (stdio); set before Run.
+	via string
 
 	// inflightMu guards inflight: the client of each tool call running,
 	// in the order they started.
@@ -516,7 +524,7 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 		if req.Params != nil {
 			args = req.Params.Arguments
 		}
-		res, err := s.b.Call(ctx, id, tool, args, observe)
+		res, err := s.b.Call(node.WithCaller(ctx, s.caller(ss)), id, tool, args, observe)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -821,7 +829,7 @@ func (s *Server) client(want func(*mcp.ClientCapabilities) bool) *mcp.ServerSess
 	s.inflightMu.Unlock()
 	can := func(ss *mcp.ServerSession) bool {
 		p := ss.InitializeParams()
-		return p != nil && p.Capabilities != nil && want(p.Capabilities)
+		return p != nil && p.Capabilities != nil && want(p.Capabilities) && (s.live == nil || s.live.reachable(ss.ID()))
 	}
 	var live []*mcp.ServerSession
 	for ss := range s.srv.Sessions() {
@@ -866,7 +874,13 @@ func (a attachment) Sample(ctx context.Context, nodeID string, req *mcp.CreateMe
 	if ss == nil {
 		return nil, session.ErrNoOneToAsk
 	}
-	return ss.CreateMessage(ctx, req)
+	ctx, gone := a.s.whileReachable(ctx, ss)
+	defer gone()
+	res, err := ss.CreateMessage(ctx, req)
+	if err != nil && gone() {
+		return nil, fmt.Errorf("%w (its MCP client went away)", session.ErrNoOneToAsk)
+	}
+	return res, err
 }
 
 func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -874,7 +888,72 @@ func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitPa
 	if ss == nil {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
-	return ss.Elicit(ctx, req)
+	ctx, gone := a.s.whileReachable(ctx, ss)
+	defer gone()
+	res, err := ss.Elicit(ctx, req)
+	if err != nil && gone() {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	return res, err
+}
+
+// available says whether any client of the server can be sent a request.
+func (a attachment) available() bool {
+	if a.s.live == nil {
+		return true
+	}
+	for ss := range a.s.srv.Sessions() {
+		if a.s.live.reachable(ss.ID()) {
+			return true
+		}
+	}
+	return false
+}
+
+// caller is ss's client as the call log names it: its initialize
+// clientInfo name and how it came.
+func (s *Server) caller(ss *mcp.ServerSession) node.Caller {
+	c := node.Caller{Kind: node.CallerMCP, Via: cmp.Or(s.via, "stdio")}
+	if ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+			c.Name = p.ClientInfo.Name
+		}
+	}
+	return c
+}
+
+// liveness knows which clients can be sent a request (http_sessions.go).
+type liveness interface {
+	reachable(id string) bool
+	unreachable(id string) (<-chan struct{}, func())
+}
+
+// whileReachable returns ctx cancelled when ss's client can no longer be
+// reached (its stream ended while the request waited for an answer), and
+// a function that ends the watch and says whether that happened.
+func (s *Server) whileReachable(ctx context.Context, ss *mcp.ServerSession) (context.Context, func() bool) {
+	if s.live == nil {
+		return ctx, func() bool { return false }
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	errGone := errors.New("the MCP client went away")
+	unreachable, unwatch := s.live.unreachable(ss.ID())
+	stop := make(chan struct{})
+	var once sync.Once
+	go func() {
+		select {
+		case <-unreachable:
+			cancel(errGone)
+		case <-stop:
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() bool {
+		once.Do(func() { close(stop); unwatch() })
+		gone := errors.Is(context.Cause(ctx), errGone)
+		cancel(nil)
+		return gone
+	}
 }
 
 func (a attachment) ResourceUpdated(uri string) {

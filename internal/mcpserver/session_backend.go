@@ -248,14 +248,19 @@ type hookRouter struct {
 	set      bool
 }
 
+// get returns the attachment of nodeID that attached last and can be
+// reached: an HTTP server whose clients are all gone passes the requests
+// to the one before it.
 func (r *hookRouter) get(nodeID string) Attachment {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	list := r.attached[nodeID]
-	if len(list) == 0 {
-		return nil
+	list := slices.Clone(r.attached[nodeID])
+	r.mu.Unlock()
+	for i := len(list) - 1; i >= 0; i-- {
+		if av, ok := list[i].(interface{ available() bool }); !ok || av.available() {
+			return list[i]
+		}
 	}
-	return list[len(list)-1]
+	return nil
 }
 
 func (r *hookRouter) Sample(ctx context.Context, nodeID string, req *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {

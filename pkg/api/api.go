@@ -39,6 +39,11 @@ type Settings = session.Settings
 // memory only.
 const HeaderClientEnv = "Nerve-Client-Env"
 
+// HeaderCaller, on a call, says who calls, for the call log: "cli" (`nerve
+// call`), "repl" (the Commander), or any other name (a program on the API,
+// logged as caller "api:NAME"). Without it the caller is "api".
+const HeaderCaller = "Nerve-Caller"
+
 // Error codes: the machine-readable half of an Error. A client maps them
 // (with the HTTP status) to typed errors.
 const (

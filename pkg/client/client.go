@@ -48,6 +48,9 @@ type Options struct {
 	// command. When it returns nil (a daemon answers again) the request is
 	// sent once more.
 	Revive func(ctx context.Context) error
+	// Caller names this client in the call log (api.HeaderCaller): "cli",
+	// "repl", or a program's name; empty logs its calls as "api".
+	Caller string
 }
 
 // dialError marks a failure to connect: the request was never sent, so
@@ -158,6 +161,9 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hasBody bool
 	}
 	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.opts.Caller != "" {
+		req.Header.Set(api.HeaderCaller, c.opts.Caller)
 	}
 	if c.opts.Environ != nil && method == http.MethodPost && (strings.HasSuffix(path, "/nodes") || strings.HasSuffix(path, "/restart")) {
 		if data, err := json.Marshal(c.opts.Environ()); err == nil {

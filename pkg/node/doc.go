@@ -2,7 +2,8 @@
 // Node interface, its State machine, the Spec a node is built from and the
 // Env it lives in, tool naming (qualified "node.tool" and LLM-safe names), the
 // Toolset built from a set of nodes, argument validation against a tool's
-// input schema, and the text an LLM sees for a tool result.
+// input schema, the text an LLM sees for a tool result, and the Caller of a
+// call (who made it, for the call log).
 //
 // It is the bottom layer of nerve: it imports only the standard library, the
 // MCP Go SDK's vocabulary, zap and internal/suggest (the "did you mean" of

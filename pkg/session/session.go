@@ -36,6 +36,9 @@ type Options struct {
 	// environment and the daemon's when a node resolves ${VAR} (the
 	// private env file), with a name for messages; "" leaves them out.
 	ExtraEnv func() (env []string, name string)
+	// OnCall, if set, is told of every call made through Call or CallTool
+	// once it ends (calllog.go).
+	OnCall func(ctx context.Context, c *CallInfo)
 }
 
 // Session owns a set of nodes. It is safe for concurrent use.
@@ -57,6 +60,7 @@ type Session struct {
 	startsDone bool
 	toolsets   atomic.Pointer[node.Toolset]
 	extraEnv   func() ([]string, string)
+	onCall     func(context.Context, *CallInfo)
 
 	settingsMu sync.Mutex
 	settings   Settings
@@ -114,6 +118,7 @@ func New(name string, reg *Registry, opts *Options) *Session {
 		dir:      opts.Dir,
 		save:     opts.Save,
 		extraEnv: opts.ExtraEnv,
+		onCall:   opts.OnCall,
 		nodes:    make(map[string]*entry),
 	}
 }
@@ -606,9 +611,8 @@ func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
 	return ts
 }
 
-// Call validates req's arguments against the tool's input schema and calls
-// it on node id, publishing call_start and call_end events.
-func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
+// call is Call without telling Options.OnCall.
+func (s *Session) call(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
 	e, err := s.entry(id)
 	if err != nil {
 		return nil, err

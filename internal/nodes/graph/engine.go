@@ -101,6 +101,8 @@ type RunOptions struct {
 	// Prior holds the records of an interrupted run: steps finished there
 	// are not run again (nerve graph resume).
 	Prior map[string]*StepRecord
+	// Graph and RunID name the run's calls in the call log (node.Caller).
+	Graph, RunID string
 }
 
 // RunError is a run that failed because of one step.
@@ -487,6 +489,7 @@ func (r *run) once(ctx context.Context, s *Step, sc *scope, args json.RawMessage
 	if s.Ask != nil {
 		return r.ask(ctx, s, sc)
 	}
+	ctx = node.WithCaller(ctx, node.Caller{Kind: node.CallerGraph, Name: r.o.Graph, Run: r.o.RunID, Step: s.ID})
 	res, err := r.o.Caller.CallTool(ctx, s.Call, args, nil)
 	if cause := context.Cause(ctx); cause != nil && isTimeout(cause) && (err != nil || res == nil) {
 		return nil, cause

@@ -148,6 +148,8 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		Record: rec.step,
 		Commit: rec.commit,
 		Prior:  prior,
+		Graph:  n.ID(),
+		RunID:  rec.id,
 	})
 	rec.end(out, err, ctx.Err() != nil)
 	n.EndCall(err != nil)

@@ -304,7 +304,9 @@ func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.T
 				em.emit(ev)
 			}
 		}
-		res, err := n.env.Tools.CallTool(ctx, e.Qualified, args, observe)
+		// The call log names this node as the caller.
+		cctx := node.WithCaller(ctx, node.Caller{Kind: node.CallerLLM, Name: n.ID()})
+		res, err := n.env.Tools.CallTool(cctx, e.Qualified, args, observe)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			text = "Error: the call was cancelled before it finished"

@@ -1,0 +1,44 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// CallInfo is one finished call, as Options.OnCall is told of it.
+type CallInfo struct {
+	Node      string
+	Tool      string
+	Arguments json.RawMessage
+	// Caller is who made the call (node.WithCaller); zero when the call's
+	// context carried none.
+	Caller   node.Caller
+	Start    time.Time
+	Duration time.Duration
+	Result   *mcp.CallToolResult
+	Err      error
+}
+
+// Call validates req's arguments against the tool's input schema and calls
+// it on node id, publishing call_start and call_end events. Every call of
+// the session passes here — the CLI's and the REPL's through the daemon,
+// MCP clients', graph steps', llm nodes' — so Options.OnCall hears of each
+// exactly once, with its caller, failed ones included (issue 22, item 9).
+func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	if s.onCall == nil {
+		return s.call(ctx, id, req)
+	}
+	start := time.Now()
+	res, err := s.call(ctx, id, req)
+	c, _ := node.CallerFrom(ctx)
+	s.onCall(ctx, &CallInfo{
+		Node: id, Tool: req.Tool, Arguments: req.Arguments, Caller: c,
+		Start: start, Duration: time.Since(start), Result: res, Err: err,
+	})
+	return res, err
+}
