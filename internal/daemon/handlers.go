@@ -199,7 +199,11 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if err := n.Start(r.Context()); err != nil {
+	var startErr error
+	if !spec.Stopped { // else added held stopped (a server its config disabled) until `nerve node start`
+		startErr = n.Start(r.Context())
+	}
+	if err := startErr; err != nil {
 		info, _ := s.Info(spec.ID)
 		writeError(w, http.StatusBadGateway, api.Error{Code: api.CodeStartFailed,
 			Message: fmt.Sprintf("node %q was added but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s` (or `nerve node rm %s`)", spec.ID, err, spec.ID, spec.ID, spec.ID),

@@ -74,6 +74,9 @@ type entry struct {
 	valid   bool
 
 	client entryEnv // the environment of the client that added it
+
+	// stopped mirrors spec.Stopped: held stopped on purpose (stop.go).
+	stopped atomic.Bool
 }
 
 // New returns an empty session named name whose nodes are built by reg.
@@ -127,6 +130,9 @@ func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Node, error) {
 	if e, err := s.entry(spec.ID); err == nil {
 		e.client.set(clientEnv(ctx))
 	}
+	if spec.Stopped {
+		return n, nil // added held stopped (stop.go)
+	}
 	if err := n.Start(ctx); err != nil {
 		return n, fmt.Errorf("starting node %q: %w", spec.ID, err)
 	}
@@ -143,6 +149,7 @@ func (s *Session) Register(spec node.Spec) (node.Node, error) {
 	}
 	spec = spec.Clone()
 	e := &entry{spec: spec}
+	e.stopped.Store(spec.Stopped)
 	id := spec.ID
 	env := node.Env{
 		Session: s.name,
@@ -206,6 +213,9 @@ func (s *Session) Restore(ctx context.Context, specs []node.Spec) error {
 			errs = append(errs, err)
 			continue
 		}
+		if spec.Stopped {
+			continue // held stopped (stop.go)
+		}
 		started = append(started, n)
 	}
 	var wg sync.WaitGroup
@@ -260,6 +270,7 @@ func (s *Session) Restart(ctx context.Context, id string) error {
 	if err := e.n.Stop(ctx); err != nil {
 		return fmt.Errorf("stopping node %q: %w", id, err)
 	}
+	s.setStopped(e, false) // a restart is also a start (stop.go)
 	if err := e.n.Start(ctx); err != nil {
 		return fmt.Errorf("starting node %q: %w", id, err)
 	}
@@ -346,6 +357,9 @@ func (s *Session) Info(id string) (node.Info, error) {
 
 func (s *Session) info(e *entry) node.Info {
 	info := e.n.Info()
+	if e.stopped.Load() && info.State == node.Created {
+		info.State = node.Stopped // restored held stopped: never started
+	}
 	e.toolsMu.Lock()
 	if e.valid {
 		info.Tools = len(e.tools)
@@ -392,7 +406,7 @@ func (s *Session) Tool(ctx context.Context, id, tool string) (*mcp.Tool, error) 
 func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, error) {
 	tools, byName, err := s.tools(ctx, e)
 	t, ok := byName[tool]
-	if err == nil && !ok && catalogued(e.n) {
+	if err == nil && !ok && catalogued(e.n) && !e.stopped.Load() {
 		// The catalogue may be stale: start the node and ask its live
 		// list (the call would start it anyway).
 		if serr := e.n.Start(ctx); serr == nil {
@@ -499,6 +513,9 @@ const StartWait = 30 * time.Second
 func (s *Session) WaitStarting(ctx context.Context, bound time.Duration) {
 	starting := func() bool {
 		for _, n := range s.Nodes() {
+			if s.HeldStopped(n.ID()) {
+				continue
+			}
 			if st := n.State(); (st == node.Starting || st == node.Created && !catalogued(n)) && n.Info().Kind == "mcp" {
 				return true
 			}
@@ -542,6 +559,9 @@ func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
 	var all []node.NodeTools
 	complete := true
 	for _, e := range entries {
+		if e.stopped.Load() {
+			continue // held stopped: offers nothing until started (stop.go)
+		}
 		if st := e.n.State(); st != node.Ready && st != node.Busy && !catalogued(e.n) {
 			continue
 		}
@@ -566,6 +586,9 @@ func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*
 	e, err := s.entry(id)
 	if err != nil {
 		return nil, err
+	}
+	if e.stopped.Load() {
+		return nil, heldError(id)
 	}
 	t, err := s.tool(ctx, e, req.Tool)
 	if err != nil {
