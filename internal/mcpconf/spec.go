@@ -24,6 +24,10 @@ type Options struct {
 	InheritEnv bool `json:"inherit_env,omitempty"`
 	// Timeout bounds each call; zero means the node's default.
 	Timeout node.Duration `json:"timeout,omitempty"`
+	// StartTimeout bounds the start (connect, initialize, listing); zero
+	// means the node's default (30 s). A server that downloads itself on
+	// its first run (npx -y) may need minutes.
+	StartTimeout node.Duration `json:"start_timeout,omitempty"`
 	// Roots are the folders offered to the server as MCP roots.
 	Roots []string `json:"roots,omitempty"`
 	// Restart is the node's restart policy (defined by the mcp node kind).

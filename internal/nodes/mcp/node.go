@@ -143,6 +143,9 @@ func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 	default:
 		return nil, fmt.Errorf("mcp node %q: unknown start policy %q: use eager or lazy", spec.ID, opts.Start)
 	}
+	if d := time.Duration(opts.StartTimeout); d > 0 {
+		cfg.startTimeout = d // option start_timeout (--start-timeout)
+	}
 	n := &Node{server: srv, opts: opts, env: env, log: env.Log(), cfg: cfg, calls: map[string]*call{}}
 	n.Init(spec, env)
 	n.loadCatalog()
