@@ -3,8 +3,10 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -84,4 +86,51 @@ func childrenRunning(pid int, bin string) []int {
 		}
 	}
 	return out
+}
+
+// TestBinaryImportDisabled: a server its config turns off ("disabled":
+// true, "enabled": false) is imported STOPPED, its process never started,
+// and a daemon restart leaves it so; `nerve node start` starts it. pflow's
+// "transport" and "env_passthrough" are read, not dropped.
+func TestBinaryImportDisabled(t *testing.T) {
+	n := newRealNerve(t)
+	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	cfg := filepath.Join(t.TempDir(), "mcp.json")
+	js, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"on":   map[string]any{"command": server, "transport": "stdio", "env_passthrough": []string{"NERVE_TEST_PASS"}},
+		"off":  map[string]any{"command": server, "disabled": true},
+		"off2": map[string]any{"command": server, "enabled": false},
+	}})
+	if err := os.WriteFile(cfg, js, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := n.Run("mcp", "import", cfg, "--dry-run")
+	if code != 0 || strings.Count(out, "(disabled: added stopped)") != 2 {
+		t.Errorf("import --dry-run: exit %d\n%s%s", code, out, errs)
+	}
+	out, errs, code = n.Run("mcp", "import", cfg)
+	if code != 0 || !strings.Contains(out, "added off: STOPPED, as the file disables it (`nerve node start off` starts it)") ||
+		!strings.Contains(out, "added off2: STOPPED") || !strings.Contains(out, "added on: READY") {
+		t.Fatalf("import: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, `server "off" is disabled in the file`) {
+		t.Errorf("import says nothing of the disabled server:\n%s", errs)
+	}
+	pid := daemonPID(t, n)
+	if kids := childrenRunning(pid, server); len(kids) != 1 {
+		t.Errorf("want only the enabled server running, got pids %v", kids)
+	}
+	if out := n.Must("node", "info", "on"); !strings.Contains(out, "NERVE_TEST_PASS") {
+		t.Errorf("env_passthrough was dropped:\n%s", out)
+	}
+	n.Must("daemon", "stop")
+	if out := n.Must("node", "ls"); !regexp.MustCompile(`(?m)^off\s+mcp\s+STOPPED\b`).MatchString(out) {
+		t.Errorf("after a daemon restart the disabled server is not STOPPED:\n%s", out)
+	}
+	if out := n.Must("node", "start", "off"); out != "off is READY\n" {
+		t.Errorf("node start off: %q", out)
+	}
+	if out := n.Must("call", "@off", "echo", "text=on now"); out != "on now\n" {
+		t.Errorf("a call to the started server: %q", out)
+	}
 }

@@ -76,10 +76,13 @@ func (s Server) Spec(id string) node.Spec {
 		Headers:    c.Headers,
 		InheritEnv: c.InheritEnv,
 		Timeout:    node.Duration(c.Timeout),
+
+		StartTimeout: node.Duration(c.StartTimeout),
 	}
 	// Marshalling strings, a map of strings, a bool and a number cannot fail.
 	raw, _ := json.Marshal(opts)
-	return node.Spec{ID: id, Kind: Kind, Command: c.Command, Cwd: c.Cwd, Env: c.Env, Options: raw}
+	// A server its file turns off is added stopped (node.Spec.Stopped).
+	return node.Spec{ID: id, Kind: Kind, Command: c.Command, Cwd: c.Cwd, Env: c.Env, Options: raw, Stopped: c.Disabled}
 }
 
 // ServerFromSpec is the reverse of Server.Spec: the server an "mcp" node's
@@ -96,6 +99,7 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 	s := Server{
 		Name: spec.ID, Transport: o.Transport, Command: c.Command, Cwd: c.Cwd, Env: c.Env,
 		URL: o.URL, Headers: cloneMap(o.Headers), InheritEnv: o.InheritEnv, Timeout: time.Duration(o.Timeout),
+		StartTimeout: time.Duration(o.StartTimeout), Disabled: spec.Stopped,
 	}
 	if s.Transport == "" {
 		switch {
