@@ -415,16 +415,18 @@ func (n *Node) setRoots(client *mcp.Client) error {
 	return nil
 }
 
-// httpClient returns a client that adds headers to every request.
+// httpClient returns a client that adds headers to every request and
+// retries one the server turned away with 429 or 503 (retry.go).
 func httpClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return nil
+	var base http.RoundTripper = http.DefaultTransport
+	if len(headers) > 0 {
+		h := make(http.Header, len(headers))
+		for k, v := range headers {
+			h.Set(k, v)
+		}
+		base = &headerTransport{base: base, headers: h}
 	}
-	h := make(http.Header, len(headers))
-	for k, v := range headers {
-		h.Set(k, v)
-	}
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: h}}
+	return &http.Client{Transport: &retryTransport{base: base, sleep: sleepCtx}}
 }
 
 type headerTransport struct {
