@@ -28,6 +28,9 @@ type Options struct {
 	// means the node's default (30 s). A server that downloads itself on
 	// its first run (npx -y) may need minutes.
 	StartTimeout node.Duration `json:"start_timeout,omitempty"`
+	// Ping is how often an idle stdio server is pinged to find it hung: a
+	// duration, or "off"; empty means the mcp kind's default (30 s).
+	Ping string `json:"ping,omitempty"`
 	// Roots are the folders offered to the server as MCP roots.
 	Roots []string `json:"roots,omitempty"`
 	// Restart is the node's restart policy (defined by the mcp node kind).

@@ -63,6 +63,9 @@ type config struct {
 	environ   func() []string
 	// authorize completes OAuth sign-in; nil reports that it is needed.
 	authorize Authorizer
+	// pingInterval and pingTimeout: ping.go (0 interval: off).
+	pingInterval time.Duration
+	pingTimeout  time.Duration
 }
 
 func defaultConfig() config {
@@ -73,6 +76,7 @@ func defaultConfig() config {
 		termGrace:    defaultTermGrace,
 		restartBase:  defaultRestartBase,
 		restartMax:   defaultRestartMax,
+		pingTimeout:  defaultPingTimeout,
 		lookup:       os.LookupEnv,
 		environ:      os.Environ,
 	}
@@ -146,6 +150,11 @@ func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 	if d := time.Duration(opts.StartTimeout); d > 0 {
 		cfg.startTimeout = d // option start_timeout (--start-timeout)
 	}
+	if cfg.pingInterval == 0 { // else set by a test
+		if cfg.pingInterval, err = pingInterval(opts.Ping); err != nil {
+			return nil, fmt.Errorf("mcp node %q: %w", spec.ID, err)
+		}
+	}
 	n := &Node{server: srv, opts: opts, env: env, log: env.Log(), cfg: cfg, calls: map[string]*call{}}
 	n.Init(spec, env)
 	n.loadCatalog()
@@ -173,6 +182,8 @@ type conn struct {
 	tapped bool
 	// broken: a call found the server gone; the next call reconnects.
 	broken atomic.Bool
+	// noPing: the server answered ping "method not found" (ping.go).
+	noPing atomic.Bool
 }
 
 // errSessionGone: an http server refused a call because it no longer
@@ -213,9 +224,10 @@ func (n *Node) startLocked(ctx context.Context) error {
 		n.Machine.To(node.Error, err.Error())
 		return err
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go func() { defer c.wg.Done(); n.watch(c) }()
 	go func() { defer c.wg.Done(); n.refresher(c) }()
+	go func() { defer c.wg.Done(); n.pinger(c) }() // ping.go
 	if err := n.Machine.ToIf(node.Ready, "", node.Starting); err != nil {
 		// The server died between listing and now; the watcher said why.
 		<-c.done
@@ -649,6 +661,7 @@ func (n *Node) Info() node.Info {
 	if st := n.State(); (st == node.Created || st == node.Stopped) && n.startsLazilyLocked() {
 		d["lazy"] = true
 	}
+	n.pingInfoLocked(d) // ping.go
 	d["resources"] = len(n.resources)
 	d["resource_templates"] = len(n.templates)
 	d["prompts"] = len(n.prompts)

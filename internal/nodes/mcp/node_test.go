@@ -342,7 +342,7 @@ func TestFaults(t *testing.T) {
 		{"permission denied", []string{noExec}, []string{"permission denied", "chmod +x"}},
 		{"exits during start", helperCommand(t, "crash-start"), []string{"exited with code 3 during start", "fatal: config file missing"}},
 		{"garbage on stdout", helperCommand(t, "garbage"), []string{"not JSON-RPC", "Server listening on port 3000"}},
-		{"no answer to initialize", helperCommand(t, "hang"), []string{"did not answer initialize within 500ms", "warming up"}},
+		{"no answer to initialize", helperCommand(t, "hang"), []string{"did not answer initialize within the start timeout of 500ms", "warming up"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
