@@ -22,6 +22,7 @@ func nodeCmd() *Command {
 			{Name: "ls", Aliases: []string{"list"}, Summary: "list the session's nodes", Usage: "node ls", Run: runNodeLs},
 			{Name: "info", Summary: "show a node's state, error, counters and spec", Usage: "node info NAME", Complete: "node", Run: runNodeInfo},
 			{Name: "rm", Aliases: []string{"remove"}, Summary: "stop a node and remove it", Usage: "node rm NAME...", Complete: "node", Run: runNodeRm},
+			nodeAuthCmd(),  // node_auth.go
 			nodeStopCmd(),  // node_stop.go
 			nodeStartCmd(), // node_stop.go
 			{Name: "restart", Summary: "stop a node (from any state, ERROR too) and start it again", Usage: "node restart NAME", Complete: "node", Run: runNodeRestart},

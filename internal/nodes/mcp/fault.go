@@ -73,6 +73,9 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 		}
 	case errors.Is(err, ErrAuthorizationRequired) || strings.Contains(errText, ErrAuthorizationRequired.Error()):
 		msg = fmt.Sprintf("the server at %s needs you to sign in (OAuth) before nerve may use it: run `nerve node auth %s` to authorize nerve in a browser, or give the node a token (--header 'Authorization: Bearer ${TOKEN}')", n.server.URL, n.ID())
+		if why := n.refreshFailed.Load(); why != nil {
+			msg = fmt.Sprintf("the saved sign-in to %s expired and refreshing it failed (%s): run `nerve node auth %s` to sign in again", n.server.URL, *why, n.ID())
+		}
 	case p == nil && errors.Is(err, syscall.ECONNREFUSED):
 		msg = fmt.Sprintf("connection refused at %s: is the server running?", n.server.URL)
 		if !starting {

@@ -63,6 +63,8 @@ type config struct {
 	environ   func() []string
 	// authorize completes OAuth sign-in; nil reports that it is needed.
 	authorize Authorizer
+	// tokens keeps sign-ins across daemon restarts (signin.go); nil: memory.
+	tokens TokenStore
 	// pingInterval and pingTimeout: ping.go (0 interval: off).
 	pingInterval time.Duration
 	pingTimeout  time.Duration
@@ -94,6 +96,9 @@ type Node struct {
 	// lifeMu serialises start, stop and restart, and guards oauth.
 	lifeMu sync.Mutex
 	oauth  auth.OAuthHandler // http only; made on first connect
+	// refreshFailed: the authorization server refused to refresh the
+	// saved sign-in (signin.go), for the message.
+	refreshFailed atomic.Pointer[string]
 
 	// mu guards the fields below.
 	mu            sync.RWMutex
