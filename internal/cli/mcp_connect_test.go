@@ -9,7 +9,7 @@ func TestSetServerEntry(t *testing.T) {
 	e := connectServer{Command: "/bin/nerve", Args: []string{"mcp", "serve"}}
 	for _, tt := range []struct {
 		name, in, want, err string
-		remove            []string
+		remove              []string
 	}{
 		{name: "empty", in: "", want: "{\n  \"mcpServers\": {\n    \"nerve\": {\n      \"command\": \"/bin/nerve\",\n      \"args\": [\n        \"mcp\",\n        \"serve\"\n      ]\n    }\n  }\n}\n"},
 		{name: "no servers key", in: "{\n\t\"a\": 1\n}\n", want: "{\n\t\"a\": 1,\n\t\"mcpServers\": {\n\t\t\"nerve\": {\n\t\t\t\"command\": \"/bin/nerve\",\n\t\t\t\"args\": [\n\t\t\t\t\"mcp\",\n\t\t\t\t\"serve\"\n\t\t\t]\n\t\t}\n\t}\n}\n"},
