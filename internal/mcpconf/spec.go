@@ -67,6 +67,11 @@ type OAuth struct {
 	// RedirectURL is where the authorization server sends the browser
 	// back; empty means the mcp node kind's default.
 	RedirectURL string `json:"redirect_url,omitempty"`
+	// Grant is "authorization_code" (the default: a person signs in) or
+	// "client_credentials" (machines and CI: ClientID and ClientSecret
+	// get the token, nobody signs in; the OAuth client-credentials
+	// extension, SEP-1046).
+	Grant string `json:"grant,omitempty"`
 }
 
 // Spec returns the spec of an "mcp" node with id that runs s. s is kept as
@@ -123,6 +128,10 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 		return Server{}, o, fmt.Errorf("mcp node %q: an %s server needs a url", spec.ID, s.Transport)
 	case o.OAuth != nil && s.Transport != "http":
 		return Server{}, o, fmt.Errorf("mcp node %q: oauth is for the http transport, not %s: remove the oauth options, or use the server's streamable HTTP URL", spec.ID, s.Transport)
+	case o.OAuth != nil && o.OAuth.Grant != "" && o.OAuth.Grant != "authorization_code" && o.OAuth.Grant != "client_credentials":
+		return Server{}, o, fmt.Errorf("mcp node %q: oauth grant %q: use authorization_code (a person signs in) or client_credentials (client_id and client_secret, no person)", spec.ID, o.OAuth.Grant)
+	case o.OAuth != nil && o.OAuth.Grant == "client_credentials" && (o.OAuth.ClientID == "" || o.OAuth.ClientSecret == ""):
+		return Server{}, o, fmt.Errorf("mcp node %q: oauth grant client_credentials needs client_id and client_secret (e.g. \"client_secret\": \"${MY_SECRET}\")", spec.ID)
 	case o.OAuth != nil && o.OAuth.ClientSecret != "" && o.OAuth.ClientID == "":
 		return Server{}, o, fmt.Errorf("mcp node %q: oauth client_secret needs the client_id it belongs to", spec.ID)
 	case o.OAuth != nil && o.OAuth.ClientMetadataURL != "" && !strings.HasPrefix(o.OAuth.ClientMetadataURL, "https://"):

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/nerve-dev/nerve/internal/mcpconf"
@@ -78,6 +79,18 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	}
 	if client == nil {
 		client = http.DefaultClient
+	}
+	if o.Grant == "client_credentials" {
+		// No person: the client's own credentials get the token.
+		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+			Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}},
+			HTTPClient:  client,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("mcp node %q: oauth client_credentials: %w", n.ID(), err)
+		}
+		n.oauth = h
+		return h, nil
 	}
 	id, authorize := n.ID(), n.cfg.authorize
 	cfg := &auth.AuthorizationCodeHandlerConfig{
