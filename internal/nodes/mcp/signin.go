@@ -105,7 +105,17 @@ func (p *persisting) Token() (*oauth2.Token, error) {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) && re.ErrorCode == "invalid_grant" {
 			// The refresh token is no good: forget it, so the next start
-			// asks for a sign-in rather than refreshing in vain.
+			// asks for a sign-in rather than refreshing in vain — unless
+			// the store holds a newer sign-in (another node of the same
+			// server refreshed, or `nerve node auth` ran), which the next
+			// start uses.
+			p.mu.Lock()
+			last := p.last
+			p.mu.Unlock()
+			var cur savedSignIn
+			if b, gerr := p.ts.store.Get(p.ts.key); gerr == nil && json.Unmarshal(b, &cur) == nil && cur.Token != nil && cur.Token.AccessToken != last {
+				return nil, err
+			}
 			if derr := p.ts.store.Delete(p.ts.key); derr != nil {
 				p.ts.log.Warn("forgetting a refused sign-in", zap.Error(derr))
 			}
