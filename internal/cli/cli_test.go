@@ -187,7 +187,7 @@ func TestCandidates(t *testing.T) {
 	}{
 		{nil, "", "call completion daemon env graph help log mcp node prompt prompts read resources session tools version"},
 		{nil, "no", "node"},
-		{[]string{"node"}, "", "add info interrupt kinds ls reset restart rm sync"},
+		{[]string{"node"}, "", "add auth info interrupt kinds ls reset restart rm start stop sync"},
 		{[]string{"node", "add"}, "--c", "--cwd --context-tokens"},
 		{[]string{"node", "info"}, "", "bash echo"}, // embedded sessions start with @bash
 		{[]string{"node", "add"}, "id", "identity"},

@@ -29,7 +29,7 @@ Examples:
 			},
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
-			withSub(mcpCmd(), mcpImportCmd()), // mcp_serve.go; import: mcp_import.go
+			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
 			envCmd(), // env.go
 			daemonCmd(),

@@ -13,7 +13,9 @@ import (
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/logging"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
+	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcp"
 	"github.com/nerve-dev/nerve/internal/paths"
+	"github.com/nerve-dev/nerve/internal/tokenstore"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -82,8 +84,13 @@ func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	tokens, err := tokenstore.Open(p.State, e.getenv("NERVE_TOKENS"))
+	if err != nil {
+		closeLog()
+		return nil, err
+	}
 	emb, err := daemon.StartEmbedded(ctx, &daemon.Options{
-		Registry:     all.Registry(),
+		Registry:     all.RegistryWith(&mcpnode.Options{Tokens: tokens}), // sign-ins of `nerve node auth`
 		Logger:       log.Named("embedded"),
 		Version:      Version(),
 		DefaultNodes: firstNodes,

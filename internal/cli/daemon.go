@@ -14,6 +14,8 @@ import (
 	"github.com/nerve-dev/nerve/internal/logging"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
 	"github.com/nerve-dev/nerve/internal/nodes/claude"
+	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcp"
+	"github.com/nerve-dev/nerve/internal/tokenstore"
 	"github.com/nerve-dev/nerve/pkg/client"
 )
 
@@ -91,10 +93,15 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 		return err
 	}
 	defer closeLog()
+	// OAuth sign-ins of mcp nodes (`nerve node auth`) outlive the daemon.
+	tokens, err := tokenstore.Open(p.State, env.getenv("NERVE_TOKENS"))
+	if err != nil {
+		return err
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Options{
-		Registry: all.Registry(),
+		Registry: all.RegistryWith(&mcpnode.Options{Tokens: tokens}),
 		Logger:   log.Named("daemon"),
 		Version:  Version(),
 		Paths:    p,

@@ -203,6 +203,10 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 			}
 			switch it.Status {
 			case "added":
+				if it.spec.Stopped {
+					fmt.Fprintf(env.Stdout, "added %s: %s, as the file disables it (`nerve node start %s` starts it)\n", name, it.Info.State, it.Node)
+					continue
+				}
 				fmt.Fprintf(env.Stdout, "added %s: %s with %d tool%s\n", name, it.Info.State, it.Info.Tools, plural(it.Info.Tools))
 			case "skipped":
 				fmt.Fprintf(env.Stdout, "skipped %s: already in the session with the same spec\n", name)
@@ -507,6 +511,9 @@ func writeImportPlan(env *Env, items []importItem) error {
 		runs := srv.URL
 		if srv.Transport == "stdio" {
 			runs = strings.Join(srv.Command, " ")
+		}
+		if it.spec.Stopped {
+			runs += "  (disabled: added stopped)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Server, it.Node, srv.Transport, runs)
 	}

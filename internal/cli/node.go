@@ -16,13 +16,16 @@ import (
 func nodeCmd() *Command {
 	return &Command{
 		Name:    "node",
-		Summary: "add, list, inspect, remove and restart nodes",
+		Summary: "add, list, inspect, stop, start, remove and restart nodes",
 		Usage:   "node COMMAND",
 		Sub: []*Command{
 			nodeAddCmd(), // node_add.go
 			{Name: "ls", Aliases: []string{"list"}, Summary: "list the session's nodes", Usage: "node ls", Run: runNodeLs},
 			{Name: "info", Summary: "show a node's state, error, counters and spec", Usage: "node info NAME", Complete: "node", Run: runNodeInfo},
 			{Name: "rm", Aliases: []string{"remove"}, Summary: "stop a node and remove it", Usage: "node rm NAME...", Complete: "node", Run: runNodeRm},
+			nodeAuthCmd(),  // node_auth.go
+			nodeStopCmd(),  // node_stop.go
+			nodeStartCmd(), // node_stop.go
 			{Name: "restart", Summary: "stop a node (from any state, ERROR too) and start it again", Usage: "node restart NAME", Complete: "node", Run: runNodeRestart},
 			{Name: "reset", Summary: "make a node forget its conversation (llm)", Usage: "node reset NAME", Complete: "node", Run: runNodeReset},
 			{Name: "interrupt", Summary: "cancel what a node is doing; it stays usable", Usage: "node interrupt NAME", Complete: "node", Run: runNodeInterrupt},

@@ -52,6 +52,8 @@ func nodeAddFlags() []*Flag {
 		{Name: "transport", Value: "stdio|http|sse", Values: []string{"http", "sse", "stdio"}, Usage: "default: stdio for a command; http for --url (sse for a URL ending in /sse)", Kinds: onlyMCP},
 		{Name: "header", Value: "'KEY: VALUE'", Usage: "HTTP header sent to the server; VALUE may hold ${VAR}", Repeat: true, Kinds: headerKinds},
 		{Name: "root", Value: "DIR", Usage: "folder offered to the server as an MCP root; with none, nerve offers no roots and the server keeps the folders on its command line", Repeat: true, Kinds: onlyMCP},
+		{Name: "start-timeout", Value: "DURATION", Usage: "bound on the server's start (connect, initialize, list), default 30s; e.g. 5m for an `npx -y` server's first run, which downloads it", Kinds: onlyMCP},
+		{Name: "ping", Value: "DURATION|off", Usage: "ping an idle stdio server this often to find it hung (default 30s); off for a server that does not answer ping", Kinds: onlyMCP},
 		{Name: "restart", Value: "on-failure", Values: []string{"on-failure"}, Usage: "come back from ERROR by itself, retrying with backoff (1s doubling to 1m)", Kinds: onlyMCP},
 		{Name: "inherit-env", Usage: "give a stdio server nerve's whole environment instead of the safe list (PATH, HOME, ...) plus --env", Kinds: onlyMCP},
 
@@ -114,7 +116,7 @@ between calls.
 Examples:
   nerve node add bash sh --cwd /srv
   nerve node add bash sh --env PATH='${HOME}/bin:${PATH}' --timeout 10m`},
-	kindMCP: {"node add mcp NAME [--env K=V] [--cwd DIR] [--url URL] [--header 'K: V'] [--transport stdio|http|sse] [--timeout D] [-- COMMAND ARGS...]", `An MCP server: a command after -- (stdio), or --url (streamable HTTP,
+	kindMCP: {"node add mcp NAME [--env K=V] [--cwd DIR] [--url URL] [--header 'K: V'] [--transport stdio|http|sse] [--timeout D] [--start-timeout D] [--ping D|off] [--restart on-failure] [-- COMMAND ARGS...]", `An MCP server: a command after -- (stdio), or --url (streamable HTTP,
 or SSE). To add every server of a .mcp.json, see ` + "`nerve mcp import`" + `.
 
 Examples:
@@ -406,6 +408,21 @@ func mcpSpec(inv *Invocation, spec *node.Spec) (mcpconf.Options, error) {
 		return o, usagef(inv, "--restart %q: the one policy is on-failure (leave the flag out for none)", r)
 	}
 	o.InheritEnv = inv.Bool("inherit-env")
+	if p := inv.Flag("ping"); p != "" {
+		if p != "off" {
+			if d, err := time.ParseDuration(p); err != nil || d <= 0 {
+				return o, usagef(inv, "--ping %q: use a duration such as 30s, or off", p)
+			}
+		}
+		o.Ping = p
+	}
+	if st := inv.Flag("start-timeout"); st != "" {
+		d, err := time.ParseDuration(st)
+		if err != nil || d <= 0 {
+			return o, usagef(inv, "--start-timeout %q: use a positive duration such as 90s or 5m", st)
+		}
+		o.StartTimeout = node.Duration(d)
+	}
 	return o, nil
 }
 

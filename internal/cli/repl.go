@@ -502,7 +502,12 @@ func stateNotice(st *commander.Style, node, from, to, reason string) string {
 		if reason != "" {
 			msg += ": " + reason
 		}
-		return paint(st, st.Bold+st.Red, msg) + paint(st, st.Dim, fmt.Sprintf("  (`:node restart %s`)", node))
+		hint := fmt.Sprintf("  (`:node restart %s`)", node)
+		if strings.Contains(reason, "nerve node auth "+node) {
+			// The server wants a sign-in: offer it (node_auth.go).
+			hint = fmt.Sprintf("  (sign in: `:node auth %s`)", node)
+		}
+		return paint(st, st.Bold+st.Red, msg) + paint(st, st.Dim, hint)
 	case to == "READY" && from == "STARTING":
 		return paint(st, st.Dim, fmt.Sprintf("· @%s is READY", node))
 	}

@@ -403,6 +403,9 @@ func (d *Daemon) restoreOne(name string) {
 			h.orphanMu.Unlock()
 			continue
 		}
+		if spec.Stopped {
+			continue // stopped with `nerve node stop`: stays so until `nerve node start`
+		}
 		nodes = append(nodes, n)
 	}
 	h.loading.Store(false)

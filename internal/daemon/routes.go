@@ -24,6 +24,8 @@ func (d *Daemon) routes() http.Handler {
 		{"GET /v1/sessions/{session}/nodes/{node}", d.handleNode},
 		{"DELETE /v1/sessions/{session}/nodes/{node}", d.handleRemoveNode},
 		{"POST /v1/sessions/{session}/nodes/{node}/restart", d.handleRestart},
+		{"POST /v1/sessions/{session}/nodes/{node}/stop", d.handleStop},   // stop.go
+		{"POST /v1/sessions/{session}/nodes/{node}/start", d.handleStart}, // stop.go
 		{"POST /v1/sessions/{session}/nodes/{node}/interrupt", d.handleInterrupt},
 		{"POST /v1/sessions/{session}/nodes/{node}/sync", d.handleSync},
 		{"GET /v1/sessions/{session}/settings", d.handleSettings},

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -36,13 +37,20 @@ type Server struct {
 	InheritEnv bool
 	// Timeout bounds each call to the server; zero means the node's default.
 	Timeout time.Duration
+	// StartTimeout bounds the server's start; zero means the node's default.
+	StartTimeout time.Duration
+	// Disabled: the file turns the server off ("disabled": true or
+	// "enabled": false). An importer adds it stopped; a client that runs
+	// servers (a claude node) leaves it out.
+	Disabled bool
 }
 
 // Config is a parsed config file.
 type Config struct {
 	Path string
-	// Servers are the enabled servers in file order. Servers with
-	// "disabled": true are left out (with a warning).
+	// Servers are the servers in file order, disabled ones included
+	// (Server.Disabled, with a warning); a disabled server that is not
+	// usable is left out with a warning rather than an error.
 	Servers []Server
 	// Warnings are things nerve ignored (unknown keys, disabled servers,
 	// VS Code inputs), each starting with "file:line:col: ".
@@ -221,13 +229,38 @@ func (p *parser) serverList(v value) {
 }
 
 // knownKeys are the server keys nerve reads, for "did you mean".
-var knownKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "inheritEnv", "disabled", "timeout"}
+var knownKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "inheritEnv", "disabled", "enabled", "timeout", "startTimeout", "transport", "env_passthrough"}
 
 // server reads one server. nameOff is where its name is written.
 func (p *parser) server(name string, nameOff int, v value, inList bool) {
 	if err := p.readServer(name, nameOff, v, inList); err != nil {
+		if disabledServer(v) {
+			// Turned off in the file, and not usable either: nothing to
+			// import, and no reason to fail the file for it.
+			first, _, _ := strings.Cut(err.Error(), "\n")
+			p.warn(nameOff, "server %q is disabled and was skipped: %s", name, posPrefix.ReplaceAllString(first, ""))
+			return
+		}
 		p.errs = append(p.errs, err)
 	}
+}
+
+// posPrefix is the "file:line:col: " an error starts with.
+var posPrefix = regexp.MustCompile(`^.*?:\d+:\d+: `)
+
+// disabledServer reports whether server object v says it is off:
+// "disabled": true, or "enabled": false.
+func disabledServer(v value) bool {
+	ms, err := members(v)
+	if err != nil {
+		return false
+	}
+	for _, m := range ms {
+		if (m.key == "disabled" && string(m.val.raw) == "true") || (m.key == "enabled" && string(m.val.raw) == "false") {
+			return true
+		}
+	}
+	return false
 }
 
 // field is one string of a server that may hold ${VAR} references.
@@ -259,6 +292,8 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 	var (
 		typ       string
 		typAt     int
+		typKey    string   // "type", or pflow's "transport"
+		pass      []string // env_passthrough
 		cmd, args []string
 		disabled  bool
 		fields    []field            // strings that may hold ${VAR}
@@ -342,9 +377,17 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 			if n, err = str(m, false); err == nil && !inList && n != name {
 				p.warn(m.keyOff, "server %q: \"name\" %q ignored: the server's name is its key", name, n)
 			}
-		case "type":
-			typ, err = str(m, false)
-			typAt = m.val.off
+		case "type", "transport": // "transport": pflow's name for it
+			var t string
+			t, err = str(m, false)
+			if err == nil && typKey != "" && !strings.EqualFold(t, typ) {
+				err = f.errorf(m.val.off, "server %q: %q %q disagrees with %q %q: keep one of them", name, m.key, t, typKey, typ)
+			}
+			typ, typAt, typKey = t, m.val.off, m.key
+		case "env_passthrough", "envPassthrough":
+			// Variables the server gets from the environment nerve
+			// starts it in, by name: the same as "env": {"X": "${X:-}"}.
+			pass, err = strList(m, m.key)
 		case "command":
 			if m.val.kind() == "string" {
 				var c string
@@ -372,6 +415,10 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 			s.InheritEnv, err = boolean(m)
 		case "disabled":
 			disabled, err = boolean(m)
+		case "enabled":
+			var on bool
+			on, err = boolean(m)
+			disabled = disabled || !on
 		case "timeout":
 			var d node.Duration
 			if m.val.kind() != "string" && m.val.kind() != "number" {
@@ -382,6 +429,16 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 				err = f.errorf(m.val.off, "server %q: \"timeout\" must not be negative, got %s", name, m.val.raw)
 			}
 			s.Timeout = time.Duration(d)
+		case "startTimeout", "start_timeout":
+			var d node.Duration
+			if m.val.kind() != "string" && m.val.kind() != "number" {
+				err = bad(m, "a duration like \"2m\" or a number of seconds", m.val)
+			} else if e := json.Unmarshal(m.val.raw, &d); e != nil {
+				err = f.errorf(m.val.off, "server %q: %q: %v", name, m.key, e)
+			} else if d < 0 {
+				err = f.errorf(m.val.off, "server %q: %q must not be negative, got %s", name, m.key, m.val.raw)
+			}
+			s.StartTimeout = time.Duration(d)
 		case "envFile":
 			p.warn(m.keyOff, "server %q: \"envFile\" is not supported and was ignored: put the variables in \"env\"", name)
 		default:
@@ -396,9 +453,17 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 		}
 	}
 
-	if disabled {
-		p.warn(nameOff, "server %q is disabled (\"disabled\": true) and was skipped", name)
-		return nil
+	for _, k := range pass {
+		if !validVarName(k) {
+			return f.errorf(present["env_passthrough"]+present["envPassthrough"], "server %q: env_passthrough: %q is not a variable name (letters, digits and _, not starting with a digit)", name, k)
+		}
+		if _, set := s.Env[k]; set {
+			continue // "env" says what it is
+		}
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		s.Env[k] = "${" + k + ":-}"
 	}
 	if args != nil {
 		if cmd == nil {
@@ -446,7 +511,7 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 		if s.URL == "" {
 			return f.errorf(nameOff, "server %q: \"type\": %q needs a \"url\"", name, typ)
 		}
-		for _, k := range []string{"command", "args", "env", "cwd", "inheritEnv"} {
+		for _, k := range []string{"command", "args", "env", "env_passthrough", "envPassthrough", "cwd", "inheritEnv"} {
 			if off, ok := present[k]; ok {
 				p.warn(off, "server %q: %q ignored: it is an %s server, not a command", name, k, s.Transport)
 			}
@@ -464,8 +529,26 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 			return f.errorf(fl.off, "server %q: %q: %v", name, fl.label, err)
 		}
 	}
+	if disabled {
+		s.Disabled = true
+		p.warn(nameOff, "server %q is disabled in the file: `nerve mcp import` adds it stopped (`nerve node start` starts it)", name)
+	}
 	p.cfg.Servers = append(p.cfg.Servers, s)
 	return nil
+}
+
+// validVarName reports whether k can name an environment variable in a
+// ${...} reference.
+func validVarName(k string) bool {
+	if k == "" || k[0] >= '0' && k[0] <= '9' {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // isSSEURL reports whether u's path ends in /sse, the convention of the

@@ -111,6 +111,12 @@ func renderFields(b *bytes.Buffer, s Server, indent string) {
 	if s.Timeout != 0 {
 		fmt.Fprintf(b, "%stimeout: %s\n", indent, s.Timeout)
 	}
+	if s.StartTimeout != 0 {
+		fmt.Fprintf(b, "%sstartTimeout: %s\n", indent, s.StartTimeout)
+	}
+	if s.Disabled {
+		fmt.Fprintf(b, "%sdisabled: true\n", indent)
+	}
 }
 
 func renderMap(b *bytes.Buffer, label string, m map[string]string) {

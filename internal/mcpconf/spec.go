@@ -24,6 +24,13 @@ type Options struct {
 	InheritEnv bool `json:"inherit_env,omitempty"`
 	// Timeout bounds each call; zero means the node's default.
 	Timeout node.Duration `json:"timeout,omitempty"`
+	// StartTimeout bounds the start (connect, initialize, listing); zero
+	// means the node's default (30 s). A server that downloads itself on
+	// its first run (npx -y) may need minutes.
+	StartTimeout node.Duration `json:"start_timeout,omitempty"`
+	// Ping is how often an idle stdio server is pinged to find it hung: a
+	// duration, or "off"; empty means the mcp kind's default (30 s).
+	Ping string `json:"ping,omitempty"`
 	// Roots are the folders offered to the server as MCP roots.
 	Roots []string `json:"roots,omitempty"`
 	// Restart is the node's restart policy (defined by the mcp node kind).
@@ -60,6 +67,11 @@ type OAuth struct {
 	// RedirectURL is where the authorization server sends the browser
 	// back; empty means the mcp node kind's default.
 	RedirectURL string `json:"redirect_url,omitempty"`
+	// Grant is "authorization_code" (the default: a person signs in) or
+	// "client_credentials" (machines and CI: ClientID and ClientSecret
+	// get the token, nobody signs in; the OAuth client-credentials
+	// extension, SEP-1046).
+	Grant string `json:"grant,omitempty"`
 }
 
 // Spec returns the spec of an "mcp" node with id that runs s. s is kept as
@@ -72,10 +84,13 @@ func (s Server) Spec(id string) node.Spec {
 		Headers:    c.Headers,
 		InheritEnv: c.InheritEnv,
 		Timeout:    node.Duration(c.Timeout),
+
+		StartTimeout: node.Duration(c.StartTimeout),
 	}
 	// Marshalling strings, a map of strings, a bool and a number cannot fail.
 	raw, _ := json.Marshal(opts)
-	return node.Spec{ID: id, Kind: Kind, Command: c.Command, Cwd: c.Cwd, Env: c.Env, Options: raw}
+	// A server its file turns off is added stopped (node.Spec.Stopped).
+	return node.Spec{ID: id, Kind: Kind, Command: c.Command, Cwd: c.Cwd, Env: c.Env, Options: raw, Stopped: c.Disabled}
 }
 
 // ServerFromSpec is the reverse of Server.Spec: the server an "mcp" node's
@@ -92,6 +107,7 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 	s := Server{
 		Name: spec.ID, Transport: o.Transport, Command: c.Command, Cwd: c.Cwd, Env: c.Env,
 		URL: o.URL, Headers: cloneMap(o.Headers), InheritEnv: o.InheritEnv, Timeout: time.Duration(o.Timeout),
+		StartTimeout: time.Duration(o.StartTimeout), Disabled: spec.Stopped,
 	}
 	if s.Transport == "" {
 		switch {
@@ -112,6 +128,10 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 		return Server{}, o, fmt.Errorf("mcp node %q: an %s server needs a url", spec.ID, s.Transport)
 	case o.OAuth != nil && s.Transport != "http":
 		return Server{}, o, fmt.Errorf("mcp node %q: oauth is for the http transport, not %s: remove the oauth options, or use the server's streamable HTTP URL", spec.ID, s.Transport)
+	case o.OAuth != nil && o.OAuth.Grant != "" && o.OAuth.Grant != "authorization_code" && o.OAuth.Grant != "client_credentials":
+		return Server{}, o, fmt.Errorf("mcp node %q: oauth grant %q: use authorization_code (a person signs in) or client_credentials (client_id and client_secret, no person)", spec.ID, o.OAuth.Grant)
+	case o.OAuth != nil && o.OAuth.Grant == "client_credentials" && (o.OAuth.ClientID == "" || o.OAuth.ClientSecret == ""):
+		return Server{}, o, fmt.Errorf("mcp node %q: oauth grant client_credentials needs client_id and client_secret (e.g. \"client_secret\": \"${MY_SECRET}\")", spec.ID)
 	case o.OAuth != nil && o.OAuth.ClientSecret != "" && o.OAuth.ClientID == "":
 		return Server{}, o, fmt.Errorf("mcp node %q: oauth client_secret needs the client_id it belongs to", spec.ID)
 	case o.OAuth != nil && o.OAuth.ClientMetadataURL != "" && !strings.HasPrefix(o.OAuth.ClientMetadataURL, "https://"):

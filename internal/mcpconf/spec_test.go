@@ -139,3 +139,16 @@ func TestOAuthOptions(t *testing.T) {
 		t.Errorf("without oauth: %+v, %v", o.OAuth, err)
 	}
 }
+
+func TestOAuthGrantChecked(t *testing.T) {
+	for opts, want := range map[string]string{
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"password"}}`:                                                  "use authorization_code (a person signs in) or client_credentials",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c"}}`:                        "needs client_id and client_secret",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","client_secret":"${S}"}}`: "",
+	} {
+		_, _, err := ServerFromSpec(node.Spec{ID: "x", Kind: Kind, Options: json.RawMessage(opts)})
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v; want %q", opts, err, want)
+		}
+	}
+}

@@ -309,6 +309,21 @@ func (s *Session) Restart(ctx context.Context, id string) (node.Info, error) {
 	return r.Info, err
 }
 
+// Stop stops a node and keeps it stopped — across daemon restarts — until
+// Start: it keeps its settings and catalogue but offers no tools.
+func (s *Session) Stop(ctx context.Context, id string) (node.Info, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/stop", nil, &r)
+	return r.Info, err
+}
+
+// Start starts a node that Stop stopped (or any node not running).
+func (s *Session) Start(ctx context.Context, id string) (node.Info, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/start", nil, &r)
+	return r.Info, err
+}
+
 // Settings returns the session's settings.
 func (s *Session) Settings(ctx context.Context) (api.Settings, error) {
 	var st api.Settings

@@ -26,6 +26,11 @@ type Spec struct {
 	// (a Claude session id, an LLM conversation). Nodes update it through
 	// Env.SaveState.
 	State json.RawMessage `json:"state,omitempty"`
+	// Stopped says the person stopped the node (`nerve node stop`, or a
+	// server imported disabled): the session keeps it, with its settings
+	// and catalogue, but neither starts it — on add, on a daemon restart
+	// or on a call — nor lists its tools, until `nerve node start`.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // DecodeOptions decodes s.Options into v, rejecting unknown fields so a typo

@@ -29,8 +29,9 @@ const ReadyWait = 2 * time.Minute
 //     it runs on the session's goroutine with a context no caller can
 //     cancel, and a caller that gives up only stops waiting. A Stop of
 //     the node ends the start.
-//   - ERROR, or CREATED/STOPPED with nothing that would start it: fail
-//     with node.NotReady, which names the state, the reason and the fix.
+//   - ERROR, or CREATED/STOPPED with nothing that would start it, or held
+//     stopped by `nerve node stop`: fail with a message naming the state,
+//     the reason and the fix.
 //
 // With start false (a listing that the catalogue can answer) a lazy node
 // is not started: await returns as soon as the node is settled.
@@ -95,6 +96,9 @@ func (w *stateWatch) notify() {
 func (s *Session) await(ctx context.Context, e *entry, start bool) error {
 	var deadline <-chan time.Time
 	for {
+		if e.stopped.Load() && start {
+			return heldError(e.n.ID()) // stopped on purpose: never started by a request
+		}
 		changed := e.watch.changed()
 		st, reason := e.n.State(), ""
 		switch st {

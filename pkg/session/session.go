@@ -93,6 +93,8 @@ type entry struct {
 	startMu  sync.Mutex
 	starting bool
 	startErr error
+	// stopped mirrors spec.Stopped: held stopped on purpose (stop.go).
+	stopped atomic.Bool
 }
 
 // setPending marks whether the session is about to start e's node, and
@@ -153,6 +155,10 @@ func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Node, error) {
 	}
 	e.client.set(clientEnv(ctx))
 	n := e.n
+	if spec.Stopped {
+		e.setPending(false)
+		return n, nil // added held stopped (stop.go)
+	}
 	err = n.Start(ctx)
 	e.setPending(false)
 	if err != nil {
@@ -190,8 +196,8 @@ func (s *Session) StartRegistered(ctx context.Context, id string) error {
 		return err
 	}
 	defer e.setPending(false)
-	if l, ok := e.n.(node.Lazy); ok && l.StartsLazily() {
-		return nil
+	if l, ok := e.n.(node.Lazy); (ok && l.StartsLazily()) || e.stopped.Load() {
+		return nil // its first call starts it, or it is held stopped
 	}
 	return e.n.Start(ctx)
 }
@@ -208,6 +214,7 @@ func (s *Session) register(spec node.Spec, pending bool) (*entry, error) {
 	spec = spec.Clone()
 	e := &entry{spec: spec}
 	e.pending.Store(pending)
+	e.stopped.Store(spec.Stopped)
 	id := spec.ID
 	env := s.nodeEnv(e, id)
 	s.mu.Lock()
@@ -280,6 +287,10 @@ func (s *Session) Restore(ctx context.Context, specs []node.Spec) error {
 			errs = append(errs, err)
 			continue
 		}
+		if spec.Stopped {
+			e.setPending(false)
+			continue // held stopped (stop.go)
+		}
 		if l, ok := e.n.(node.Lazy); ok && l.StartsLazily() {
 			e.setPending(false) // it knows its tools; its first call starts it
 			continue
@@ -339,6 +350,7 @@ func (s *Session) Restart(ctx context.Context, id string) error {
 	if err := e.n.Stop(ctx); err != nil {
 		return fmt.Errorf("stopping node %q: %w", id, err)
 	}
+	s.setStopped(e, false) // a restart is also a start (stop.go)
 	if err := e.n.Start(ctx); err != nil {
 		return fmt.Errorf("starting node %q: %w", id, err)
 	}
@@ -425,6 +437,9 @@ func (s *Session) Info(id string) (node.Info, error) {
 
 func (s *Session) info(e *entry) node.Info {
 	info := e.n.Info()
+	if e.stopped.Load() && info.State == node.Created {
+		info.State = node.Stopped // restored held stopped: never started
+	}
 	e.toolsMu.Lock()
 	if e.valid {
 		info.Tools = len(e.tools)
@@ -479,7 +494,7 @@ func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, e
 	}
 	tools, byName, err := s.tools(ctx, e)
 	t, ok := byName[tool]
-	if err == nil && !ok && catalogued(e.n) {
+	if err == nil && !ok && catalogued(e.n) && !e.stopped.Load() {
 		// The catalogue may be stale: start the node and ask its live
 		// list (the call would start it anyway).
 		if serr := s.await(ctx, e, true); serr == nil {
@@ -593,6 +608,9 @@ func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
 	var all []node.NodeTools
 	complete := true
 	for _, e := range entries {
+		if e.stopped.Load() {
+			continue // held stopped: offers nothing until started (stop.go)
+		}
 		if st := e.n.State(); st != node.Ready && st != node.Busy && !catalogued(e.n) {
 			continue
 		}
@@ -616,6 +634,9 @@ func (s *Session) call(ctx context.Context, id string, req *node.CallRequest) (*
 	e, err := s.entry(id)
 	if err != nil {
 		return nil, err
+	}
+	if e.stopped.Load() {
+		return nil, heldError(id)
 	}
 	// Each call through a session is a hop of the chain that may have come
 	// through graphs and nerve's own MCP endpoint (issue 21).

@@ -13,18 +13,25 @@ import (
 )
 
 // Register adds every built-in node kind to r.
-func Register(r *session.Registry) {
+func Register(r *session.Registry) { RegisterWith(r, nil) }
+
+// RegisterWith is Register with the mcp kind's options (nil: none): the
+// daemon passes the token store that keeps OAuth sign-ins.
+func RegisterWith(r *session.Registry, mcp *mcpnode.Options) {
 	r.Register(bash.Kind, bash.New)
 	r.Register(claude.Kind, claude.New)
 	r.Register(graph.Kind, graph.New)
 	r.Register(identity.Kind, identity.New)
 	r.Register(llm.Kind, llm.New)
-	r.Register(mcpnode.Kind, mcpnode.New)
+	r.Register(mcpnode.Kind, mcpnode.Factory(mcp))
 }
 
 // Registry returns a new registry with every built-in kind.
-func Registry() *session.Registry {
+func Registry() *session.Registry { return RegistryWith(nil) }
+
+// RegistryWith is Registry with the mcp kind's options.
+func RegistryWith(mcp *mcpnode.Options) *session.Registry {
 	r := &session.Registry{}
-	Register(r)
+	RegisterWith(r, mcp)
 	return r
 }

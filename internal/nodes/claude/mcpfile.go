@@ -56,6 +56,9 @@ func loadServers(opt string, lookup func(string) (string, bool)) ([]mcpconf.Serv
 	}
 	out := make([]mcpconf.Server, 0, len(cfg.Servers))
 	for _, s := range cfg.Servers {
+		if s.Disabled {
+			continue // turned off in the file: Claude would not run it either
+		}
 		x, err := s.Expand(lookup, name)
 		if err != nil {
 			return nil, err

@@ -196,10 +196,15 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 			return nil, fmt.Errorf("tool %q on node %q: %w: %v", req.Tool, n.ID(), errSessionGone, err)
 		}
 	}
+	var serr *StatusError
+	if errors.As(err, &serr) {
+		// 429 or 503 after nerve's retries: the call was not run.
+		return nil, fmt.Errorf("tool %q on node %q was not run: %w", req.Tool, n.ID(), serr)
+	}
 	var werr *jsonrpc.Error
 	if errors.As(err, &werr) {
 		// The server answered with an error: the connection is fine.
-		return nil, fmt.Errorf("tool %q on node %q: the server refused the call: %s (code %d)", req.Tool, n.ID(), werr.Message, werr.Code)
+		return nil, fmt.Errorf("tool %q on node %q: the server refused the call: %s", req.Tool, n.ID(), describeRPCError(werr))
 	}
 	// The connection broke: wait for the watcher to say why.
 	t := time.NewTimer(n.cfg.stopGrace + n.cfg.termGrace + time.Second)

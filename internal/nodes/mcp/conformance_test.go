@@ -47,3 +47,23 @@ func TestConformanceClientCore(t *testing.T) {
 		}
 	}
 }
+
+// TestConformanceClientCredentials runs the suite's client-credentials
+// extension scenario (machines and CI: oauth grant client_credentials, no
+// person signs in) against fixtures/conformance-client.
+func TestConformanceClientCredentials(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the conformance suite takes a few seconds")
+	}
+	suite := npmfix.Conformance(t)
+	client := testutil.BuildBinary(t, "./fixtures/conformance-client")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args := append(suite[1:], "client", "--command", client, "--scenario", "auth/client-credentials-basic", "-o", t.TempDir())
+	cmd := exec.CommandContext(ctx, suite[0], args...)
+	cmd.Dir = t.TempDir()
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "OVERALL: PASSED") {
+		t.Fatalf("auth/client-credentials-basic: %v\n%s", err, out)
+	}
+}

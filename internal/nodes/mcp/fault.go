@@ -19,6 +19,7 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 		when = "during start"
 	}
 	var syn *json.SyntaxError
+	var le *listError
 	errText := ""
 	if err != nil {
 		errText = err.Error()
@@ -42,13 +43,22 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 			}
 		}
 		msg = fmt.Sprintf("the server wrote something that is not JSON-RPC on its stdout%s: a stdio MCP server must write only MCP messages there and its logs to stderr (is this the right command, started in stdio mode?)", quote)
+	case starting && startTimedOut && errors.As(err, &le):
+		msg = fmt.Sprintf("the server answered initialize but not tools/list within the start timeout of %v (raise it with --start-timeout, option start_timeout, if the server is slow to list its tools)", n.cfg.startTimeout)
 	case starting && startTimedOut:
 		// Before the exit case: the SDK closes stdin when the wait runs
 		// out, and a server may exit on that; the timeout is what happened.
 		if p != nil {
-			msg = fmt.Sprintf("the server did not answer initialize within %v: is this an MCP server speaking stdio? (a server that downloads itself first, e.g. with npx, may need it installed beforehand)", n.cfg.startTimeout)
+			msg = fmt.Sprintf("the server did not answer initialize within the start timeout of %v: is this an MCP server speaking stdio? A server that downloads itself on its first run (npx -y) may need longer: raise it with --start-timeout 5m (option start_timeout), or install the package beforehand", n.cfg.startTimeout)
 		} else {
-			msg = fmt.Sprintf("the server at %s did not answer initialize within %v: is the URL right and the server up?", n.server.URL, n.cfg.startTimeout)
+			msg = fmt.Sprintf("the server at %s did not answer initialize within the start timeout of %v: is the URL right and the server up? (a slow server: raise it with --start-timeout, option start_timeout)", n.server.URL, n.cfg.startTimeout)
+		}
+	case errors.As(err, &le):
+		// Before the exit case: a server that failed tools/list may exit
+		// when nerve gives up on it; the failed listing is the cause.
+		msg = fmt.Sprintf("the server answered initialize, but listing its tools (tools/list) failed %s: %s", when, describeRPCError(le.err))
+		if exited {
+			msg += fmt.Sprintf("; then it %s", how)
 		}
 	case exited:
 		msg = fmt.Sprintf("the server %s %s", how, when)
@@ -63,6 +73,9 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 		}
 	case errors.Is(err, ErrAuthorizationRequired) || strings.Contains(errText, ErrAuthorizationRequired.Error()):
 		msg = fmt.Sprintf("the server at %s needs you to sign in (OAuth) before nerve may use it: run `nerve node auth %s` to authorize nerve in a browser, or give the node a token (--header 'Authorization: Bearer ${TOKEN}')", n.server.URL, n.ID())
+		if why := n.refreshFailed.Load(); why != nil {
+			msg = fmt.Sprintf("the saved sign-in to %s expired and refreshing it failed (%s): run `nerve node auth %s` to sign in again", n.server.URL, *why, n.ID())
+		}
 	case p == nil && errors.Is(err, syscall.ECONNREFUSED):
 		msg = fmt.Sprintf("connection refused at %s: is the server running?", n.server.URL)
 		if !starting {
@@ -78,3 +91,10 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 	}
 	return msg
 }
+
+// listError is a failed tools/list: at start it is the cause of the
+// node's ERROR, whatever the server does next.
+type listError struct{ err error }
+
+func (e *listError) Error() string { return "listing the server's tools: " + e.err.Error() }
+func (e *listError) Unwrap() error { return e.err }

@@ -123,7 +123,15 @@ func TestBadmcpFaults(t *testing.T) {
 			flags:      []string{"--mode", "hang", "--ignore-term", "--spawn-child"},
 			cfg:        func(c *config) { c.startTimeout = 300 * time.Millisecond },
 			startFails: true,
-			want:       []string{"the server did not answer initialize within 300ms: is this an MCP server speaking stdio?", "| child pid "},
+			want: []string{"the server did not answer initialize within the start timeout of 300ms: is this an MCP server speaking stdio?",
+				"--start-timeout 5m (option start_timeout)", "| child pid "},
+		},
+		{
+			name:       "tools/list fails during start",
+			flags:      []string{"--mode", "list-error", "--spawn-child"},
+			startFails: true,
+			want: []string{"the server answered initialize, but listing its tools (tools/list) failed during start: tools unavailable: database locked",
+				"(internal error: the server failed while handling it; code -32603)"},
 		},
 		{
 			name:  "garbage on stdout",
@@ -403,4 +411,29 @@ func TestDaemonKilledLeavesNoOrphan(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, func() bool {
 		return !testutil.ProcessAlive(server) && !testutil.ProcessAlive(child) && !testutil.ProcessAlive(lifeline) && !testutil.ProcessGroupAlive(server)
 	}, fmt.Sprintf("server %d, its child %d and the lifeline %d to be gone", server, child, lifeline))
+}
+
+// TestStartTimeoutOption: option start_timeout bounds the start instead
+// of the default: a server that answers initialize after 1.5 s fails under
+// start_timeout 300ms, with a message naming the option and its value, and
+// starts under start_timeout 20s.
+func TestStartTimeoutOption(t *testing.T) {
+	cfg := faultConfig()
+	cfg.startTimeout = time.Second // the default, for this test: the option must win over it both ways
+	s := faultSession(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spec := func(id, timeout string) node.Spec {
+		sp := stdioSpec(id, badmcp(t, "--init-delay-ms", "1500"))
+		sp.Options = json.RawMessage(`{"transport":"stdio","start_timeout":"` + timeout + `"}`)
+		return sp
+	}
+	_, err := s.Add(ctx, spec("short", "300ms"))
+	if err == nil {
+		t.Fatal("a server slower than start_timeout started")
+	}
+	wantAll(t, "start error", err.Error(), []string{"did not answer initialize within the start timeout of 300ms", "--start-timeout"})
+	if _, err := s.Add(ctx, spec("long", "20s")); err != nil {
+		t.Fatalf("a server within start_timeout 20s (slower than the default of 1s) did not start: %v", err)
+	}
 }

@@ -40,7 +40,7 @@ func (n *Node) discover(ctx context.Context, c *conn, what uint32) error {
 		if caps.Tools != nil {
 			var err error
 			if tools, err = collect(c.cs.Tools(ctx, nil)); err != nil {
-				return fmt.Errorf("listing the server's tools: %w", err)
+				return &listError{err: err}
 			}
 		}
 		index := make(map[string]*mcp.Tool, len(tools))

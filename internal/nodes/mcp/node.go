@@ -63,6 +63,11 @@ type config struct {
 	environ   func() []string
 	// authorize completes OAuth sign-in; nil reports that it is needed.
 	authorize Authorizer
+	// tokens keeps sign-ins across daemon restarts (signin.go); nil: memory.
+	tokens TokenStore
+	// pingInterval and pingTimeout: ping.go (0 interval: off).
+	pingInterval time.Duration
+	pingTimeout  time.Duration
 }
 
 func defaultConfig() config {
@@ -73,6 +78,7 @@ func defaultConfig() config {
 		termGrace:    defaultTermGrace,
 		restartBase:  defaultRestartBase,
 		restartMax:   defaultRestartMax,
+		pingTimeout:  defaultPingTimeout,
 		lookup:       os.LookupEnv,
 		environ:      os.Environ,
 	}
@@ -95,6 +101,9 @@ type Node struct {
 	// lifeMu serialises start, stop and restart, and guards oauth.
 	lifeMu sync.Mutex
 	oauth  auth.OAuthHandler // http only; made on first connect
+	// refreshFailed: the authorization server refused to refresh the
+	// saved sign-in (signin.go), for the message.
+	refreshFailed atomic.Pointer[string]
 
 	// mu guards the fields below.
 	mu            sync.RWMutex
@@ -149,6 +158,14 @@ func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 	default:
 		return nil, fmt.Errorf("mcp node %q: unknown start policy %q: use eager or lazy", spec.ID, opts.Start)
 	}
+	if d := time.Duration(opts.StartTimeout); d > 0 {
+		cfg.startTimeout = d // option start_timeout (--start-timeout)
+	}
+	if cfg.pingInterval == 0 { // else set by a test
+		if cfg.pingInterval, err = pingInterval(opts.Ping); err != nil {
+			return nil, fmt.Errorf("mcp node %q: %w", spec.ID, err)
+		}
+	}
 	n := &Node{server: srv, opts: opts, env: env, log: env.Log(), cfg: cfg, calls: map[string]*call{}}
 	n.Init(spec, env)
 	n.loadCatalog()
@@ -176,6 +193,8 @@ type conn struct {
 	tapped bool
 	// broken: a call found the server gone; the next call reconnects.
 	broken atomic.Bool
+	// noPing: the server answered ping "method not found" (ping.go).
+	noPing atomic.Bool
 }
 
 // errSessionGone: an http server refused a call because it no longer
@@ -236,9 +255,10 @@ func (n *Node) startLocked(ctx context.Context) error {
 		n.Machine.To(node.Error, err.Error())
 		return err
 	}
-	c.wg.Add(2)
+	c.wg.Add(3)
 	go func() { defer c.wg.Done(); n.watch(c) }()
 	go func() { defer c.wg.Done(); n.refresher(c) }()
+	go func() { defer c.wg.Done(); n.pinger(c) }() // ping.go
 	if err := n.Machine.ToIf(node.Ready, "", node.Starting); err != nil {
 		// The server died between listing and now; the watcher said why.
 		<-c.done
@@ -457,16 +477,18 @@ func (n *Node) setRoots(client *mcp.Client) error {
 	return nil
 }
 
-// httpClient returns a client that adds headers to every request.
+// httpClient returns a client that adds headers to every request and
+// retries one the server turned away with 429 or 503 (retry.go).
 func httpClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return nil
+	var base http.RoundTripper = http.DefaultTransport
+	if len(headers) > 0 {
+		h := make(http.Header, len(headers))
+		for k, v := range headers {
+			h.Set(k, v)
+		}
+		base = &headerTransport{base: base, headers: h}
 	}
-	h := make(http.Header, len(headers))
-	for k, v := range headers {
-		h.Set(k, v)
-	}
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: h}}
+	return &http.Client{Transport: &retryTransport{base: base, sleep: sleepCtx}}
 }
 
 type headerTransport struct {
@@ -692,6 +714,7 @@ func (n *Node) Info() node.Info {
 	if st := n.State(); (st == node.Created || st == node.Stopped) && n.startsLazilyLocked() {
 		d["lazy"] = true
 	}
+	n.pingInfoLocked(d) // ping.go
 	d["resources"] = len(n.resources)
 	d["resource_templates"] = len(n.templates)
 	d["prompts"] = len(n.prompts)

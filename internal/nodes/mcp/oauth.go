@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/nerve-dev/nerve/internal/mcpconf"
@@ -37,6 +38,9 @@ type Options struct {
 	// goes ERROR with ErrAuthorizationRequired and a message that tells the
 	// person what to run.
 	Authorize Authorizer
+	// Tokens keeps sign-ins across daemon restarts (signin.go). Nil: they
+	// live in the node's memory, lost with the daemon.
+	Tokens TokenStore
 }
 
 // Factory returns the kind's node.Factory with opts; nil opts is New.
@@ -44,17 +48,19 @@ func Factory(opts *Options) node.Factory {
 	return func(spec node.Spec, env node.Env) (node.Node, error) {
 		cfg := defaultConfig()
 		if opts != nil {
-			cfg.authorize = opts.Authorize
+			cfg.authorize, cfg.tokens = opts.Authorize, opts.Tokens
 		}
 		return newNode(spec, env, cfg)
 	}
 }
 
-// oauthHandlerLocked returns the node's OAuth handler, made on first use
-// and kept for the node's life, so a restart reuses the token it got.
-// lifeMu must be held.
+// oauthHandlerLocked returns the node's OAuth handler. With a token store
+// it is made at each connect from the saved sign-in (so `nerve node auth`
+// and `--logout` take effect at the next start); without one it is made on
+// first use and kept for the node's life, so a restart reuses the token it
+// got. lifeMu must be held.
 func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error) {
-	if n.oauth != nil {
+	if n.oauth != nil && n.cfg.tokens == nil {
 		return n.oauth, nil
 	}
 	o := mcpconf.OAuth{}
@@ -74,6 +80,18 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if client == nil {
 		client = http.DefaultClient
 	}
+	if o.Grant == "client_credentials" {
+		// No person: the client's own credentials get the token.
+		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+			Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}},
+			HTTPClient:  client,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("mcp node %q: oauth client_credentials: %w", n.ID(), err)
+		}
+		n.oauth = h
+		return h, nil
+	}
 	id, authorize := n.ID(), n.cfg.authorize
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: o.RedirectURL,
@@ -83,6 +101,11 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 			Metadata: &oauthex.ClientRegistrationMetadata{
 				ClientName:   "nerve",
 				RedirectURIs: []string{o.RedirectURL},
+				// A native app: a public client that proves itself with
+				// PKCE (OAuth 2.1 §2.1). Without this the server may
+				// assume client_secret_basic, which nerve cannot do
+				// without a secret.
+				TokenEndpointAuthMethod: "none",
 			},
 		},
 		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
@@ -105,6 +128,20 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if len(o.Scopes) > 0 {
 		scopes := append([]string(nil), o.Scopes...)
 		cfg.ScopeFilter = func([]string) []string { return scopes }
+	}
+	if n.cfg.tokens != nil {
+		url, err := mcpconf.Expand(n.server.URL, n.cfg.lookup)
+		if err != nil {
+			return nil, fmt.Errorf("mcp node %q: url: %w", n.ID(), err)
+		}
+		ts := &tokenSources{store: n.cfg.tokens, key: SignInKey(url), client: client, log: n.log,
+			failed: func(err error) { n.refreshFailed.Store(new(err.Error())) }}
+		cfg.InitialTokenSource = ts.initial()
+		cfg.NewTokenSource = ts.fresh
+		// Ask for a refresh token, and use it before asking the person
+		// again (the oauth2 token source refreshes an expired token).
+		cfg.RequestRefreshToken = true
+		cfg.DynamicClientRegistrationConfig.Metadata.GrantTypes = []string{"authorization_code", "refresh_token"}
 	}
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {

@@ -27,6 +27,7 @@ type oauthServer struct {
 	authorize url.Values // the last authorization request
 	token     url.Values // the last token request
 	tokens    atomic.Int32
+	refreshes atomic.Int32
 }
 
 func newOAuthServer(t *testing.T) *oauthServer {
@@ -79,6 +80,15 @@ func newOAuthServer(t *testing.T) *oauthServer {
 		s.mu.Lock()
 		s.token = r.PostForm
 		s.mu.Unlock()
+		if r.PostForm.Get("grant_type") == "refresh_token" {
+			if r.PostForm.Get("refresh_token") != "good-refresh" {
+				writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "refresh token revoked"})
+				return
+			}
+			s.refreshes.Add(1)
+			writeJSON(w, 200, map[string]any{"access_token": "good-token", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "good-refresh"})
+			return
+		}
 		if r.PostForm.Get("code") != "the-code" || r.PostForm.Get("code_verifier") == "" {
 			writeJSON(w, 400, map[string]any{"error": "invalid_grant"})
 			return

@@ -321,3 +321,13 @@ func (s *HTTPServer) Stop() {
 	s.cmd.Wait()
 	s.cmd = nil
 }
+
+// SDKExampleServer returns the argv of one of the TypeScript SDK's example
+// servers (under @modelcontextprotocol/sdk/dist/esm/examples/server/, a
+// dependency of the servers above), e.g. "simpleStreamableHttp.js" with
+// "--oauth": an MCP server behind a real OAuth authorization server
+// (MCP_PORT, MCP_AUTH_PORT) whose authorize page redirects at once.
+func SDKExampleServer(t testing.TB, file string, args ...string) []string {
+	t.Helper()
+	return append([]string{node(t), script(t, "@modelcontextprotocol/sdk/dist/esm/examples/server/"+file)}, args...)
+}
