@@ -200,6 +200,10 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		}
 	}
 	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && werr.Code == codeOverLimit {
+		// nerve refused the answer (see guard): the connection is fine.
+		return nil, fmt.Errorf("tool %q on node %q: %s", req.Tool, n.ID(), werr.Message)
+	}
 	if errors.As(err, &werr) {
 		// The server answered with an error: the connection is fine.
 		return nil, fmt.Errorf("tool %q on node %q: the server refused the call: %s (code %d)", req.Tool, n.ID(), werr.Message, werr.Code)

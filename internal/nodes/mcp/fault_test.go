@@ -131,13 +131,6 @@ func TestBadmcpFaults(t *testing.T) {
 			want:  []string{"the server wrote something that is not JSON-RPC on its stdout", `"this is not JSON"`, "its logs to stderr"},
 		},
 		{
-			name:  "line over the size limit",
-			flags: []string{"--mode", "huge-line", "--huge-bytes", strconv.Itoa(2 << 20), "--spawn-child"},
-			cfg:   func(c *config) { c.maxLine = 1 << 20 },
-			call:  "echo",
-			want:  []string{"the server wrote a line longer than 1 MB on stdout, over nerve's limit for one message"},
-		},
-		{
 			name:  "crash mid-call",
 			flags: []string{"--mode", "crash-call", "--spawn-child"},
 			call:  "boom",

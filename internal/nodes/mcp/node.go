@@ -247,7 +247,7 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 		c.proc = p
-		t = &tapTransport{Transport: p.transport(n.cfg.maxLine), n: n}
+		t = &tapTransport{Transport: p.transport(n.cfg.maxLine, n.log), n: n}
 		c.tapped = true
 		n.mu.Lock()
 		n.lastStderr, n.pid = p.Stderr(), p.Pid()
@@ -412,16 +412,18 @@ func (n *Node) setRoots(client *mcp.Client) error {
 	return nil
 }
 
-// httpClient returns a client that adds headers to every request.
+// httpClient returns a client that adds headers to every request and
+// reads every answer through a guard (see guardTransport).
 func httpClient(headers map[string]string) *http.Client {
-	if len(headers) == 0 {
-		return nil
+	var rt http.RoundTripper = http.DefaultTransport
+	if len(headers) > 0 {
+		h := make(http.Header, len(headers))
+		for k, v := range headers {
+			h.Set(k, v)
+		}
+		rt = &headerTransport{base: rt, headers: h}
 	}
-	h := make(http.Header, len(headers))
-	for k, v := range headers {
-		h.Set(k, v)
-	}
-	return &http.Client{Transport: &headerTransport{base: http.DefaultTransport, headers: h}}
+	return &http.Client{Transport: &guardTransport{base: rt, limit: DefaultMaxMessage}}
 }
 
 type headerTransport struct {
