@@ -78,16 +78,21 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 // stdio node in ERROR stays there until it is restarted.
 func (n *Node) revive(ctx context.Context) error {
 	n.mu.RLock()
-	remote := n.server.URL != ""
-	want, looping := n.wantRunning, n.restartCancel != nil
+	ok := n.revivableLocked()
 	n.mu.RUnlock()
-	if !remote || !want || looping || n.State() != node.Error {
+	if !ok {
 		return nil
 	}
 	if err := n.reconnect(ctx); err != nil {
 		return fmt.Errorf("node %q is ERROR and reconnecting failed: %w", n.ID(), err)
 	}
 	return nil
+}
+
+// revivableLocked reports whether the next call reconnects the node: it is
+// remote, ERROR, meant to run, and no restart loop is at work. n.mu is held.
+func (n *Node) revivableLocked() bool {
+	return n.server.URL != "" && n.wantRunning && n.restartCancel == nil && n.State() == node.Error
 }
 
 // reconnect replaces a failed connection with a new one, unless another

@@ -597,6 +597,11 @@ func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 		if st := n.State(); n.catalogued && (st == node.Created || st == node.Stopped) {
 			return n.tools, nil
 		}
+		// A remote node whose server went away keeps its tools: the
+		// next call reconnects (see revive), so it must reach CallTool.
+		if n.tools != nil && n.revivableLocked() {
+			return n.tools, nil
+		}
 		return nil, n.notReady()
 	}
 	return n.tools, nil
