@@ -397,3 +397,35 @@ func TestDaemonKilledLeavesNoOrphan(t *testing.T) {
 		return !testutil.ProcessAlive(server) && !testutil.ProcessAlive(child) && !testutil.ProcessAlive(lifeline) && !testutil.ProcessGroupAlive(server)
 	}, fmt.Sprintf("server %d, its child %d and the lifeline %d to be gone", server, child, lifeline))
 }
+
+// TestRemoveStopsEscapees: a server's child that left the server's process
+// group and session with setsid() is stopped when the node is removed
+// (issue 22, item 7); before, only the process group was killed and it
+// lived on.
+func TestRemoveStopsEscapees(t *testing.T) {
+	s := faultSession(t, faultConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := s.Add(ctx, stdioSpec("esc", badmcp(t, "--mode", "ok", "--setsid-child")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kid int
+	testutil.WaitFor(t, 5*time.Second, func() bool {
+		for _, l := range n.(*Node).StderrTail() {
+			if v, ok := strings.CutPrefix(l, "escapee pid "); ok {
+				kid, _ = strconv.Atoi(v)
+			}
+		}
+		return kid > 0
+	}, "badmcp to say its escapee's pid")
+	t.Cleanup(func() { syscall.Kill(kid, syscall.SIGKILL) })
+	if sid, _ := unix.Getsid(kid); sid != kid {
+		t.Fatalf("escapee %d is in session %d, want its own", kid, sid)
+	}
+	if err := s.Remove(ctx, "esc"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, func() bool { return !testutil.ProcessAlive(kid) },
+		fmt.Sprintf("the escapee %d to be gone after node rm", kid))
+}
