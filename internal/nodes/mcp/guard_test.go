@@ -1,6 +1,7 @@
 package mcpnode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -171,4 +172,39 @@ func TestRemoteResultOverLimitFailsOnlyTheCall(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzGuard: a guard hands on unchanged every stream whose messages are
+// within the limits, whatever the bytes and however the reads fall, and
+// never panics on any other.
+func FuzzGuard(f *testing.F) {
+	for _, s := range []string{
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n",
+		"{\"id\":\"a\\\"b\",\"method\":\"x\",\"params\":[1,[2,{}]]}\n\n",
+		"not json\n\x00\x01{\"half\": \n",
+		"data: {\"id\":2}\n\nevent: x\n",
+		strings.Repeat("[", 1200) + "\n",
+		`{"result":"` + strings.Repeat("x", 300) + `","id":9}` + "\n",
+	} {
+		f.Add([]byte(s), false)
+		f.Add([]byte(s), true)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, sse bool) {
+		refusals := 0
+		g := newGuard(iotest.HalfReader(bytes.NewReader(in)), 256, sse, func(o *overLimit) []byte {
+			refusals++
+			if resp := o.errorResponse(); resp != nil && !json.Valid(resp) {
+				t.Errorf("made-up answer is not JSON: %s", resp)
+			}
+			return o.errorResponse()
+		})
+		g.rbuf = make([]byte, 7)
+		out, err := io.ReadAll(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if refusals == 0 && !bytes.Equal(out, in) {
+			t.Errorf("nothing refused, but handed on %q for %q", out, in)
+		}
+	})
 }
