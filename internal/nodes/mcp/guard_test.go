@@ -64,6 +64,30 @@ func TestResultOverLimitFailsOnlyTheCall(t *testing.T) {
 	}
 }
 
+// TestServerRequestOverLimitIsAnswered: a request of a stdio server's
+// nested over the limit is answered with an error naming the limit (the
+// server does not wait for ever), and the node stays READY.
+func TestServerRequestOverLimitIsAnswered(t *testing.T) {
+	s := faultSession(t, faultConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := s.Add(ctx, stdioSpec("big", badmcp(t, "--mode", "big-results")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Call(ctx, "big", &node.CallRequest{Tool: "ask-deep"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "error -32050: the server's message nests 1001 levels deep, over nerve's limit of 1000 levels for one message"
+	if got := text(t, res); !strings.Contains(got, want) {
+		t.Errorf("the server was told %q, want %q", got, want)
+	}
+	if st := n.State(); st != node.Ready {
+		t.Errorf("node is %s (%s), want READY", st, n.Info().Error)
+	}
+}
+
 // TestGuard feeds a guard messages and checks what it hands on, and
 // what it refuses.
 func TestGuard(t *testing.T) {
