@@ -35,7 +35,10 @@ type process struct {
 	// answers to requests it refused.
 	writeMu sync.Mutex
 	// answers counts the guard's answers being written; shutdown waits.
-	answers sync.WaitGroup
+	// answersMu guards answersDone, set by shutdown: no answer starts after.
+	answers     sync.WaitGroup
+	answersMu   sync.Mutex
+	answersDone bool
 }
 
 // startProcess starts argv in dir with env (which wins over nerve's own for
@@ -70,11 +73,22 @@ func (p *process) transport(maxLine int, log *zap.Logger) mcp.Transport {
 		if resp := o.errorResponse(); resp != nil {
 			// A request of the server's: tell it no, without blocking the
 			// reader (a server may not read stdin while it writes).
-			p.answers.Go(func() { p.writeMessage(append(resp, '\n')) })
+			p.answer(append(resp, '\n'))
 		}
 		return nil
 	})
 	return &mcp.IOTransport{Reader: readCloser{g, p.stdout}, Writer: stdinCloser{p}, MaxLineLength: 2*maxLine + 1<<20}
+}
+
+// answer writes msg to the server's stdin on a goroutine of its own,
+// unless the server is being shut down.
+func (p *process) answer(msg []byte) {
+	p.answersMu.Lock()
+	defer p.answersMu.Unlock()
+	if p.answersDone {
+		return
+	}
+	p.answers.Go(func() { p.writeMessage(msg) })
 }
 
 // readCloser reads from a guard and closes the child's stdout.
@@ -104,6 +118,9 @@ func (s stdinCloser) Close() error                { s.p.shutdown(); return nil }
 func (p *process) shutdown() {
 	p.closeOnce.Do(func() {
 		p.Stop(context.Background())
+		p.answersMu.Lock()
+		p.answersDone = true
+		p.answersMu.Unlock()
 		p.answers.Wait() // stdin is closed: the writes have failed
 		// stderr may still hold the lines that explain an exit.
 		wait(p.StderrDone(), 200*time.Millisecond)
