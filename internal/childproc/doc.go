@@ -1,10 +1,12 @@
-// Package childproc runs the child process behind a node: a program with
-// its stdin and stdout as pipes, found on the child's own PATH, in its own
-// process group, tied to the daemon's life (Pdeathsig, started from a
-// thread held for the child's lifetime, and a lifeline for what it starts),
-// its stderr kept in a ring of the last lines, and stopped in bounded
-// steps: close stdin, wait, SIGTERM to the group, wait, SIGKILL, sweep the
-// group.
+// Package childproc runs the child process behind a node — the one process
+// runner of every kind: a program with its stdin and stdout as pipes (or
+// the kind's own files), found on the child's own PATH, in its own process
+// group or session, tied to the daemon's life (Pdeathsig, started from a
+// thread held for the child's lifetime, and a lifeline for what it
+// starts), marked by an environment variable its descendants inherit, its
+// stderr kept in a ring of the last lines, and stopped in bounded steps:
+// close stdin, wait, SIGTERM to the group, wait, SIGKILL, sweep the group
+// and every marked process that left it (setsid, double fork).
 //
 // It holds the mechanism only; what the messages say and how long to wait
 // are the node kind's. Node kinds import it; it imports internal/lifeline

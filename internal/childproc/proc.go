@@ -2,7 +2,10 @@ package childproc
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -23,7 +26,29 @@ type Options struct {
 	// sends SIGTERM to the group; TermGrace how long it then waits before
 	// SIGKILL.
 	StopGrace, TermGrace time.Duration
+	// Setsid starts the child in a session of its own (and so its own
+	// process group), without a controlling terminal: a shell with job
+	// control in a background group of nerve's terminal would be stopped
+	// by SIGTTOU/SIGTTIN.
+	Setsid bool
+	// Marker is an exact NAME=VALUE entry added to the child's
+	// environment; processes that carry it after leaving the child's
+	// process tree and group (setsid, double fork) are found by it and
+	// stopped with the child. "" means MarkerVar with a random value.
+	Marker string
+	// Stdin, Stdout and Stderr, when set, are the child's ends of its
+	// standard files, made by the caller; Proc's own pipe is then not
+	// made (its Stdin or Stdout is nil, and no stderr is kept). Start
+	// does not close them: the caller closes its copies once Start
+	// returns.
+	Stdin, Stdout, Stderr *os.File
+	// ExtraFiles are the child's file descriptors 3, 4, … (see
+	// exec.Cmd.ExtraFiles); the caller closes them as for Stdin.
+	ExtraFiles []*os.File
 }
+
+// MarkerVar names the environment variable of the default Marker.
+const MarkerVar = "NERVE_CHILD"
 
 // DefaultGrace is each wait of Stop when Options leave it zero.
 const DefaultGrace = time.Second
@@ -38,6 +63,7 @@ type Proc struct {
 	Stdout *os.File
 
 	pid        int
+	marker     string
 	opts       Options
 	stderr     *Ring
 	stderrDone chan struct{}      // closed when stderr reaches EOF
@@ -52,9 +78,11 @@ type Proc struct {
 // as its whole environment, in dir (nerve's own folder when ""). It returns
 // once the child runs; errors about the command or folder are *Error.
 //
-// The child leads its own process group, so Stop can end what it starts
-// too; on Linux the kernel kills it (Pdeathsig) if the daemon dies, and a
-// lifeline kills its group then, grandchildren included.
+// The child leads its own process group (or session), so Stop can end what
+// it starts too, and carries a marker in its environment that its
+// descendants inherit, so Stop finds those that left the group; on Linux
+// the kernel kills it (Pdeathsig) if the daemon dies, and a lifeline kills
+// its group, session and marked processes then.
 func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 	if len(argv) == 0 || argv[0] == "" {
 		return nil, errors.New("childproc: no command to run")
@@ -81,39 +109,75 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 			return nil, &Error{Reason: BadDir, Name: argv[0], Path: path, Dir: dir}
 		}
 	}
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr()}
-	var pipes [6]*os.File // stdin r/w, stdout r/w, stderr r/w
-	for i := 0; i < len(pipes); i += 2 {
-		if pipes[i], pipes[i+1], err = os.Pipe(); err != nil {
-			closeAll(pipes[:i]...)
-			return nil, err
-		}
+	marker := o.Marker
+	if marker == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		marker = MarkerVar + "=" + hex.EncodeToString(b[:])
 	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0], pipes[3], pipes[5]
+	env = append(env[:len(env):len(env)], marker)
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr(o.Setsid), ExtraFiles: o.ExtraFiles}
+	// The pipes made here: the child's ends, closed once it has its
+	// copies, and ours, closed if it does not start.
+	var theirs, ours []*os.File
+	pipe := func(given *os.File, childReads bool) (child, mine *os.File, err error) {
+		if given != nil {
+			return given, nil, nil
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		if childReads {
+			child, mine = r, w
+		} else {
+			child, mine = w, r
+		}
+		theirs, ours = append(theirs, child), append(ours, mine)
+		return child, mine, nil
+	}
 	p := &Proc{
-		Stdin:      pipes[1],
-		Stdout:     pipes[2],
+		marker:     marker,
 		opts:       o,
 		stderr:     NewRing(o.StderrLines),
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
+	}
+	var stderrR *os.File
+	if cmd.Stdin, p.Stdin, err = pipe(o.Stdin, true); err == nil {
+		if cmd.Stdout, p.Stdout, err = pipe(o.Stdout, false); err == nil {
+			cmd.Stderr, stderrR, err = pipe(o.Stderr, false)
+		}
+	}
+	if err != nil {
+		closeAll(theirs...)
+		closeAll(ours...)
+		return nil, fmt.Errorf("making pipes for %q: %w", argv[0], err)
 	}
 	err = startLocked(cmd, func() {
 		cmd.Wait()
 		p.state = cmd.ProcessState
 		close(p.exited)
 	})
-	closeAll(pipes[0], pipes[3], pipes[5]) // the child holds its own copies now
+	closeAll(theirs...) // the child holds its own copies now
 	if err != nil {
-		closeAll(pipes[1], pipes[2], pipes[4])
+		closeAll(ours...)
 		return nil, &Error{Reason: StartFailed, Name: argv[0], Path: path, Err: err}
 	}
 	p.pid = cmd.Process.Pid
-	p.lifeline = lifeline.Start(lifeline.Target{Group: p.pid})
+	t := lifeline.Target{Group: p.pid, Marker: marker}
+	if o.Setsid {
+		t.Session = p.pid
+	}
+	p.lifeline = lifeline.Start(t)
+	if stderrR == nil {
+		close(p.stderrDone)
+		return p, nil
+	}
 	go func() {
 		defer close(p.stderrDone)
-		defer pipes[4].Close()
-		p.stderr.ReadLines(pipes[4])
+		defer stderrR.Close()
+		p.stderr.ReadLines(stderrR)
 	}()
 	return p, nil
 }
@@ -155,6 +219,9 @@ func closeAll(fs ...*os.File) {
 // Pid returns the child's process id, which is also its process group id.
 func (p *Proc) Pid() int { return p.pid }
 
+// Marker returns the NAME=VALUE entry that marks the child's processes.
+func (p *Proc) Marker() string { return p.marker }
+
 // LifelinePid returns the pid of the child's lifeline (0 when none could
 // start), for tests that check it is gone.
 func (p *Proc) LifelinePid() int { return p.lifeline.Pid() }
@@ -190,13 +257,15 @@ func (p *Proc) StderrDone() <-chan struct{} { return p.stderrDone }
 
 // Stop ends the child in bounded steps — close stdin, wait StopGrace,
 // SIGTERM to the group, wait TermGrace, SIGKILL — then kills whatever of
-// the group is left (grandchildren that outlived the leader) and releases
-// the lifeline. Cancelling ctx cuts the waits short and goes to SIGKILL.
+// the group is left (grandchildren that outlived the leader) and every
+// process carrying its marker (KillAll), and releases the lifeline. Cancelling ctx cuts the waits short and goes to SIGKILL.
 // It is safe to call many times and concurrently; every call returns once
 // the child is reaped.
 func (p *Proc) Stop(ctx context.Context) {
 	p.stopOnce.Do(func() {
-		p.Stdin.Close()
+		if p.Stdin != nil {
+			p.Stdin.Close()
+		}
 		if !wait(ctx, p.exited, p.opts.StopGrace) {
 			p.signalled.Store(true)
 			terminateGroup(p.pid)
@@ -205,19 +274,22 @@ func (p *Proc) Stop(ctx context.Context) {
 			}
 		}
 		<-p.exited
-		// Sweep the group: nothing of it may outlive the child. The leader
-		// is reaped; members that remain keep the group id from being reused.
-		killGroup(p.pid)
+		// Sweep: nothing the child started may outlive it — neither its
+		// group (the leader is reaped; members that remain keep the group
+		// id from being reused) nor what left the group with setsid()
+		// (found by the marker).
+		p.KillAll()
 		p.lifeline.Release()
 	})
 	<-p.exited
 }
 
-// Kill ends the whole group at once (a runaway child). Stop still reaps it
+// Kill ends the whole group, and the marked escapees, at once (a runaway
+// child). Stop still reaps it
 // and releases the lifeline.
 func (p *Proc) Kill() {
 	p.signalled.Store(true)
-	killGroup(p.pid)
+	p.KillAll()
 }
 
 // wait waits up to d for ch to close; false when d or ctx ran out first.

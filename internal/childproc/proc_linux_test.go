@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/nerve-dev/nerve/internal/testutil"
 )
 
@@ -295,5 +297,35 @@ func TestChildOutlivesTheThreadThatStartedIt(t *testing.T) {
 	line, err := bufio.NewReader(p.Stdout).ReadString('\n')
 	if err != nil || line != "alive\n" {
 		t.Fatalf("child answered %q, %v after its starting thread exited (alive: %v)", line, err, testutil.ProcessAlive(p.Pid()))
+	}
+}
+
+// TestStopEndsEscapees: a grandchild that left the child's process group
+// and session with setsid() is found by the marker and stopped with the
+// child (issue 22, item 7); before, only the group was killed and it
+// lived on.
+func TestStopEndsEscapees(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		opts *Options
+	}{
+		{"process group", &Options{StopGrace: 50 * time.Millisecond, TermGrace: 50 * time.Millisecond}},
+		{"own session", &Options{StopGrace: 50 * time.Millisecond, TermGrace: 50 * time.Millisecond, Setsid: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := start(t, []string{"/bin/sh", "-c", `setsid /bin/sh -c 'echo $$; exec sleep 300' & wait`}, tt.opts)
+			kid := readPid(t, p)
+			t.Cleanup(func() { syscall.Kill(kid, syscall.SIGKILL) })
+			testutil.WaitFor(t, 5*time.Second, func() bool {
+				sid, _ := unix.Getsid(kid)
+				return sid == kid
+			}, fmt.Sprintf("the grandchild %d to lead its own session", kid))
+			if !strings.HasPrefix(p.Marker(), MarkerVar+"=") {
+				t.Errorf("Marker() = %q, want %s=…", p.Marker(), MarkerVar)
+			}
+			stopWithin(t, context.Background(), p, 10*time.Second)
+			testutil.WaitFor(t, 5*time.Second, func() bool { return !testutil.ProcessAlive(kid) },
+				fmt.Sprintf("the escapee %d to be gone after Stop", kid))
+		})
 	}
 }

@@ -9,7 +9,7 @@ import (
 
 // sysProcAttr: Windows has no process groups to signal as Unix does; the
 // child is ended through its handle.
-func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+func sysProcAttr(bool) *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
 // terminateGroup has no gentle form on Windows: Stop goes straight to
 // killGroup after its grace period.

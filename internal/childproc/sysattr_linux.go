@@ -6,6 +6,6 @@ import "syscall"
 // group, grandchildren included) and has the kernel kill it if the thread
 // that started it — held for the child's life, see startLocked — dies with
 // the daemon. Grandchildren are the lifeline's.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+func sysProcAttr(setsid bool) *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: !setsid, Setsid: setsid, Pdeathsig: syscall.SIGKILL}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -210,24 +211,24 @@ func TestStdinIsEmpty(t *testing.T) {
 }
 
 // descendantsOf lists the live processes below pid.
-func descendantsOf(t *testing.T, pid int) []procInfo {
+func descendantsOf(t *testing.T, pid int) []childproc.ProcInfo {
 	t.Helper()
-	procs, err := processTable()
+	procs, err := childproc.ProcessTable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return descendants(procs, pid)
+	return childproc.Descendants(procs, pid)
 }
 
 // alive reports whether pid is a live (not zombie) process.
 func alive(pid int) bool {
-	procs, err := processTable()
+	procs, err := childproc.ProcessTable()
 	if err != nil {
 		return false
 	}
 	for _, p := range procs {
-		if p.pid == pid {
-			return !p.zombie
+		if p.Pid == pid {
+			return !p.Zombie
 		}
 	}
 	return false
@@ -272,7 +273,7 @@ func TestTimeoutStopsCommandAndKeepsShell(t *testing.T) {
 				t.Fatalf("got %q %+v", r.text, r.res)
 			}
 			if left := descendantsOf(t, n.sh.pid); len(left) > 0 {
-				waitDead(t, left[0].pid)
+				waitDead(t, left[0].Pid)
 			}
 			if r := call(t, n, "pwd; echo $kept", 0); r.text != dir+"\nyes\n" {
 				t.Fatalf("after the timeout: %q", r.text)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"go.uber.org/zap"
@@ -116,7 +117,7 @@ func (n *Node) Start(ctx context.Context) error {
 	n.mu.Lock()
 	n.sh = sh
 	n.mu.Unlock()
-	n.env.Log().Debug("bash shell started", zap.Int("pid", sh.pid), zap.String("path", sh.cmd.Path), zap.String("dir", sh.cmd.Dir))
+	n.env.Log().Debug("bash shell started", zap.Int("pid", sh.pid), zap.String("path", sh.path), zap.String("dir", sh.dir))
 	n.watch.Add(1)
 	go n.watchShell(sh)
 	return n.Machine.ToIf(node.Ready, "", node.Starting)
@@ -308,7 +309,7 @@ func (n *Node) Info() node.Info {
 	}
 	if sh != nil {
 		details["pid"] = sh.pid
-		if live := liveCwd(sh.pid); live != "" {
+		if live := childproc.LiveCwd(sh.pid); live != "" {
 			cwd = live
 		}
 	}

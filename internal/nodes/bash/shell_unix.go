@@ -9,9 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/nerve-dev/nerve/internal/lifeline"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -19,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/childproc"
 )
 
 // Timing of the interrupt sequence: SIGINT to the shell and the command,
@@ -60,27 +60,27 @@ type shellConfig struct {
 // Calls are serialised by the node; the fields below the line are owned by
 // the call in flight.
 type shell struct {
-	cmd    *exec.Cmd
-	pid    int
-	name   string   // "bash", for messages
-	stdin  *os.File // the shell's script: one line per call
-	ctl    *os.File // command payloads, read by __nerve_pre
-	outR   *os.File // stdout+stderr of commands, and the markers
-	errR   *os.File // the shell's own stderr: prompts, job notices
-	token  string   // tokenVar=value
-	data   chan []byte
-	free   chan []byte
-	done   chan struct{} // closed by close: the reader stops
-	exited chan struct{} // closed once cmd.Wait returned
-	// exitErr is cmd.Wait's result, valid after exited is closed.
-	exitErr error
+	// proc is bash, run as every node's child is (see childproc): its
+	// own session, Pdeathsig from a thread held for its life, a lifeline,
+	// and its marker (token) on every process it starts.
+	proc    *childproc.Proc
+	pid     int
+	path    string // the bash binary
+	dir     string
+	name    string   // "bash", for messages
+	stdin   *os.File // the shell's script: one line per call
+	ctl     *os.File // command payloads, read by __nerve_pre
+	outR    *os.File // stdout+stderr of commands, and the markers
+	errR    *os.File // the shell's own stderr: prompts, job notices
+	token   string   // tokenVar=value
+	data    chan []byte
+	free    chan []byte
+	done    chan struct{}   // closed by close: the reader stops
+	exited  <-chan struct{} // closed once bash is reaped (proc.Exited)
 	stderr  tail
 	wg      sync.WaitGroup
 	closeMu sync.Mutex
 	closed  bool
-	// life kills the shell's session and token holders if the daemon dies
-	// without closing the shell (SIGKILL): Pdeathsig reaches only bash.
-	life *lifeline.Lifeline
 
 	// ---- owned by the call in flight ----
 	scan scanner
@@ -142,13 +142,12 @@ func randomHex(n int) string {
 // startShell starts bash and waits until it has run nerve's setup.
 func startShell(ctx context.Context, cfg shellConfig) (_ *shell, err error) {
 	s := &shell{
-		name:   filepath.Base(cfg.path),
-		data:   make(chan []byte),
-		free:   make(chan []byte, chunks),
-		done:   make(chan struct{}),
-		exited: make(chan struct{}),
-		bg:     map[int]bool{},
-		token:  tokenVar + "=" + cfg.id + ":" + randomHex(8),
+		name:  filepath.Base(cfg.path),
+		data:  make(chan []byte),
+		free:  make(chan []byte, chunks),
+		done:  make(chan struct{}),
+		bg:    map[int]bool{},
+		token: tokenVar + "=" + cfg.id + ":" + randomHex(8),
 	}
 	for range chunks {
 		s.free <- make([]byte, chunkSize)
@@ -188,26 +187,28 @@ func startShell(ctx context.Context, cfg shellConfig) (_ *shell, err error) {
 	// the shell is the same for every user.
 	args := append([]string{"--noprofile", "--norc", "--noediting"}, cfg.args...)
 	args = append(args, "-i")
-	cmd := exec.Command(cfg.path, args...)
-	cmd.Dir = cfg.dir
 	// Empty prompts from the first line on (bash takes PS1 from its
 	// environment); setup un-exports them.
-	cmd.Env = append(cfg.env, s.token, "PS1=", "PS2=")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.ExtraFiles = []*os.File{ctlR, outW} // fds 3 and 4, moved to fdCtl and fdMark
-	cmd.SysProcAttr = sysProcAttr()
-	if err = cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", cfg.path, err)
-	}
-	s.cmd, s.pid = cmd, cmd.Process.Pid
-	s.life = lifeline.Start(lifeline.Target{Session: s.pid, Marker: s.token})
+	env := append(cfg.env[:len(cfg.env):len(cfg.env)], "PS1=", "PS2=")
+	p, err := childproc.Start(append([]string{cfg.path}, args...), env, cfg.dir, &childproc.Options{
+		// A session of its own: job control (`set -m`) in a background
+		// group of nerve's terminal would stop bash with SIGTTOU/SIGTTIN.
+		Setsid: true,
+		Marker: s.token,
+		Stdin:  inR, Stdout: outW, Stderr: errW,
+		ExtraFiles: []*os.File{ctlR, outW}, // fds 3 and 4, moved to fdCtl and fdMark
+	})
 	// The child has its copies; ours would keep the pipes open forever.
 	for _, f := range []*os.File{inR, ctlR, outW, errW} {
 		f.Close()
 	}
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", cfg.path, err)
+	}
+	s.proc, s.pid, s.path, s.dir = p, p.Pid(), cfg.path, cfg.dir
+	s.exited = p.Exited()
 
-	s.wg.Add(3)
-	go s.wait()
+	s.wg.Add(2)
 	go s.readOutput()
 	go s.readStderr()
 
@@ -217,12 +218,6 @@ func startShell(ctx context.Context, cfg shellConfig) (_ *shell, err error) {
 	}
 	s.stderr.reset()
 	return s, nil
-}
-
-func (s *shell) wait() {
-	defer s.wg.Done()
-	s.exitErr = s.cmd.Wait()
-	close(s.exited)
 }
 
 // readOutput moves the output pipe into s.data in chunks from s.free, so
@@ -344,30 +339,27 @@ func (s *shell) startFailure(err error) error {
 
 // exitReason says how the shell ended; valid after s.exited is closed.
 func (s *shell) exitReason() string {
-	var ee *exec.ExitError
-	if errors.As(s.exitErr, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return fmt.Sprintf("%s was killed by signal %d (%s)", s.name, int(ws.Signal()), ws.Signal())
-		}
-		return fmt.Sprintf("%s exited with status %d", s.name, ee.ExitCode())
+	st := s.proc.ExitState()
+	if st == nil {
+		return s.name + " ended"
 	}
-	if s.exitErr != nil {
-		return fmt.Sprintf("%s ended: %v", s.name, s.exitErr)
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return fmt.Sprintf("%s was killed by signal %d (%s)", s.name, int(ws.Signal()), ws.Signal())
 	}
-	return s.name + " exited with status 0"
+	return fmt.Sprintf("%s exited with status %d", s.name, st.ExitCode())
 }
 
 // exitCode is the shell's exit status, 128+n for a signal n; valid after
 // s.exited is closed.
 func (s *shell) exitCode() int {
-	var ee *exec.ExitError
-	if errors.As(s.exitErr, &ee) {
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			return 128 + int(ws.Signal())
-		}
-		return ee.ExitCode()
+	st := s.proc.ExitState()
+	if st == nil {
+		return 0
 	}
-	return 0
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
 }
 
 // deathReason is exitReason plus the shell's last words on stderr.
@@ -650,21 +642,21 @@ func (s *shell) noteJobs(list []byte) {
 // the shell except the background jobs of earlier calls. It returns how
 // many processes it signalled.
 func (s *shell) signalCommand(sig syscall.Signal) int {
-	procs, err := processTable()
+	procs, err := childproc.ProcessTable()
 	if err != nil {
 		return 0
 	}
 	s.bgMu.Lock()
 	defer s.bgMu.Unlock()
-	ks := newKillSet(s.pid)
+	ks := childproc.NewKillSet(s.pid)
 	n := 0
-	for _, p := range descendants(procs, s.pid) {
-		if !s.bg[p.pgid] {
-			ks.add(p)
+	for _, p := range childproc.Descendants(procs, s.pid) {
+		if !s.bg[p.Pgid] {
+			ks.Add(p)
 			n++
 		}
 	}
-	ks.signal(sig)
+	ks.Signal(sig)
 	return n
 }
 
@@ -677,8 +669,7 @@ func (s *shell) kill(why string) string {
 
 // killAll sends SIGKILL to every process the shell started (its process
 // tree, its jobs' process groups, and processes that carry its token after
-// leaving the tree), then to the shell's own group. It repeats while it
-// finds some, as a process may fork while it is being killed.
+// leaving the tree), then to the shell's own group (childproc.KillAll).
 func (s *shell) killAll() {
 	s.bgMu.Lock()
 	bg := make([]int, 0, len(s.bg))
@@ -686,29 +677,7 @@ func (s *shell) killAll() {
 		bg = append(bg, g)
 	}
 	s.bgMu.Unlock()
-	for round := range 10 {
-		ks := newKillSet(s.pid)
-		if procs, err := processTable(); err == nil {
-			for _, p := range descendants(procs, s.pid) {
-				ks.add(p)
-			}
-			for _, p := range tokenHolders(procs, s.token) {
-				ks.add(p)
-			}
-		}
-		if round == 0 {
-			for _, g := range bg {
-				ks.groups[g] = true
-			}
-		}
-		// The shell first: it must not see its command die and report
-		// that as the command's status.
-		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
-		ks.signal(syscall.SIGKILL)
-		if ks.empty() {
-			return
-		}
-	}
+	s.proc.KillAll(bg...)
 }
 
 // close kills the shell and everything it started, then releases the pipes
@@ -721,11 +690,13 @@ func (s *shell) close(ctx context.Context) error {
 	}
 	s.closed = true
 	s.killAll()
-	s.life.Release()
 	var err error
 	select {
 	case <-s.exited:
+		// Reaped: Stop only sweeps once more and releases the lifeline.
+		s.proc.Stop(ctx)
 	case <-ctx.Done():
+		// The lifeline stays: it ends bash's session if the daemon dies.
 		err = fmt.Errorf("waiting for %s to exit: %w", s.name, ctx.Err())
 	}
 	close(s.done)

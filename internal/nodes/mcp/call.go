@@ -68,16 +68,21 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 // stdio node in ERROR stays there until it is restarted.
 func (n *Node) revive(ctx context.Context) error {
 	n.mu.RLock()
-	remote := n.server.URL != ""
-	want, looping := n.wantRunning, n.restartCancel != nil
+	ok := n.revivableLocked()
 	n.mu.RUnlock()
-	if !remote || !want || looping || n.State() != node.Error {
+	if !ok {
 		return nil
 	}
 	if err := n.reconnect(ctx); err != nil {
 		return fmt.Errorf("node %q is ERROR and reconnecting failed: %w", n.ID(), err)
 	}
 	return nil
+}
+
+// revivableLocked reports whether the next call reconnects the node: it is
+// remote, ERROR, meant to run, and no restart loop is at work. n.mu is held.
+func (n *Node) revivableLocked() bool {
+	return n.server.URL != "" && n.wantRunning && n.restartCancel == nil && n.State() == node.Error
 }
 
 // reconnect replaces a failed connection with a new one, unless another
@@ -202,6 +207,10 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		return nil, fmt.Errorf("tool %q on node %q was not run: %w", req.Tool, n.ID(), serr)
 	}
 	var werr *jsonrpc.Error
+	if errors.As(err, &werr) && werr.Code == codeOverLimit {
+		// nerve refused the answer (see guard): the connection is fine.
+		return nil, fmt.Errorf("tool %q on node %q: %s", req.Tool, n.ID(), werr.Message)
+	}
 	if errors.As(err, &werr) {
 		// The server answered with an error: the connection is fine.
 		return nil, fmt.Errorf("tool %q on node %q: the server refused the call: %s", req.Tool, n.ID(), describeRPCError(werr))

@@ -35,6 +35,10 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 			limit = 16 << 20
 		}
 		msg = fmt.Sprintf("the server wrote a line longer than %d MB on stdout, over nerve's limit for one message; nerve closed the connection (does a tool return something huge? ask it for less)", limit>>20)
+	case strings.Contains(errText, "maximum nesting depth"):
+		// Before the exit case: a stdio server exits when nerve closes
+		// its stdin on this error, and the exit is not what went wrong.
+		msg = fmt.Sprintf("the server sent a message nested more than %d levels deep, over nerve's limit for one message; nerve closed the connection (does a tool return something deeply nested? ask it for a flatter answer)", MaxDepth)
 	case errors.As(err, &syn) || strings.Contains(errText, "invalid character") || strings.Contains(errText, "invalid trailing data") || strings.Contains(errText, "looking for beginning of value"):
 		quote := ""
 		if p != nil {

@@ -139,13 +139,6 @@ func TestBadmcpFaults(t *testing.T) {
 			want:  []string{"the server wrote something that is not JSON-RPC on its stdout", `"this is not JSON"`, "its logs to stderr"},
 		},
 		{
-			name:  "line over the size limit",
-			flags: []string{"--mode", "huge-line", "--huge-bytes", strconv.Itoa(2 << 20), "--spawn-child"},
-			cfg:   func(c *config) { c.maxLine = 1 << 20 },
-			call:  "echo",
-			want:  []string{"the server wrote a line longer than 1 MB on stdout, over nerve's limit for one message"},
-		},
-		{
 			name:  "crash mid-call",
 			flags: []string{"--mode", "crash-call", "--spawn-child"},
 			call:  "boom",
@@ -436,4 +429,36 @@ func TestStartTimeoutOption(t *testing.T) {
 	if _, err := s.Add(ctx, spec("long", "20s")); err != nil {
 		t.Fatalf("a server within start_timeout 20s (slower than the default of 1s) did not start: %v", err)
 	}
+}
+
+// TestRemoveStopsEscapees: a server's child that left the server's process
+// group and session with setsid() is stopped when the node is removed
+// (issue 22, item 7); before, only the process group was killed and it
+// lived on.
+func TestRemoveStopsEscapees(t *testing.T) {
+	s := faultSession(t, faultConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := s.Add(ctx, stdioSpec("esc", badmcp(t, "--mode", "ok", "--setsid-child")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kid int
+	testutil.WaitFor(t, 5*time.Second, func() bool {
+		for _, l := range n.(*Node).StderrTail() {
+			if v, ok := strings.CutPrefix(l, "escapee pid "); ok {
+				kid, _ = strconv.Atoi(v)
+			}
+		}
+		return kid > 0
+	}, "badmcp to say its escapee's pid")
+	t.Cleanup(func() { syscall.Kill(kid, syscall.SIGKILL) })
+	if sid, _ := unix.Getsid(kid); sid != kid {
+		t.Fatalf("escapee %d is in session %d, want its own", kid, sid)
+	}
+	if err := s.Remove(ctx, "esc"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, func() bool { return !testutil.ProcessAlive(kid) },
+		fmt.Sprintf("the escapee %d to be gone after node rm", kid))
 }

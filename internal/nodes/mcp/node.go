@@ -293,7 +293,7 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 			return nil, err
 		}
 		c.proc = p
-		t = &tapTransport{Transport: p.transport(n.cfg.maxLine), n: n}
+		t = &tapTransport{Transport: p.transport(n.cfg.maxLine, n.log), n: n}
 		c.tapped = true
 		n.mu.Lock()
 		n.lastStderr, n.pid = p.Stderr(), p.Pid()
@@ -478,7 +478,8 @@ func (n *Node) setRoots(client *mcp.Client) error {
 }
 
 // httpClient returns a client that adds headers to every request and
-// retries one the server turned away with 429 or 503 (retry.go).
+// retries one the server turned away with 429 or 503 (retry.go) and reads
+// every answer through a guard (see guardTransport).
 func httpClient(headers map[string]string) *http.Client {
 	var base http.RoundTripper = http.DefaultTransport
 	if len(headers) > 0 {
@@ -488,7 +489,7 @@ func httpClient(headers map[string]string) *http.Client {
 		}
 		base = &headerTransport{base: base, headers: h}
 	}
-	return &http.Client{Transport: &retryTransport{base: base, sleep: sleepCtx}}
+	return &http.Client{Transport: &guardTransport{base: &retryTransport{base: base, sleep: sleepCtx}, limit: DefaultMaxMessage}}
 }
 
 type headerTransport struct {
@@ -663,6 +664,11 @@ func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
 		// Not running: a catalogued node answers from its catalogue
 		// (unless it failed: then it says why).
 		if st := n.State(); n.catalogued && (st == node.Created || st == node.Stopped) {
+			return n.tools, nil
+		}
+		// A remote node whose server went away keeps its tools: the
+		// next call reconnects (see revive), so it must reach CallTool.
+		if n.tools != nil && n.revivableLocked() {
 			return n.tools, nil
 		}
 		return nil, n.notReady()

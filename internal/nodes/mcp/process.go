@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/childproc"
 )
@@ -30,6 +31,14 @@ type process struct {
 	*childproc.Proc
 	stdout    *lastBytes
 	closeOnce sync.Once
+	// writeMu keeps whole messages on stdin: the SDK's and the guard's
+	// answers to requests it refused.
+	writeMu sync.Mutex
+	// answers counts the guard's answers being written; shutdown waits.
+	// answersMu guards answersDone, set by shutdown: no answer starts after.
+	answers     sync.WaitGroup
+	answersMu   sync.Mutex
+	answersDone bool
 }
 
 // startProcess starts argv in dir with env (which wins over nerve's own for
@@ -47,15 +56,58 @@ func startProcess(argv, env []string, dir string, stopGrace, termGrace time.Dura
 
 // transport returns an mcp.Transport over the child's stdin and stdout.
 // Closing the connection stops the child (see shutdown).
-func (p *process) transport(maxLine int) mcp.Transport {
-	return &mcp.IOTransport{Reader: p.stdout, Writer: stdinCloser{p}, MaxLineLength: maxLine}
+//
+// A guard reads stdout before the SDK: a line over maxLine bytes (0: the
+// default) or nested over MaxDepth fails only its own request, where the
+// SDK would end the connection (see guard). The SDK's own bound stays as a
+// backstop for a message spread over many lines, which the spec forbids.
+func (p *process) transport(maxLine int, log *zap.Logger) mcp.Transport {
+	if maxLine <= 0 {
+		maxLine = DefaultMaxMessage
+	}
+	g := newGuard(p.stdout, maxLine, false, func(o *overLimit) []byte {
+		log.Warn("refused a message from the server", zap.String("reason", o.reason()), zap.ByteString("id", o.id), zap.Bool("server_request", o.isCall))
+		if !o.isCall {
+			return o.errorResponse() // nil when its id is unknown: dropped
+		}
+		if resp := o.errorResponse(); resp != nil {
+			// A request of the server's: tell it no, without blocking the
+			// reader (a server may not read stdin while it writes).
+			p.answer(append(resp, '\n'))
+		}
+		return nil
+	})
+	return &mcp.IOTransport{Reader: readCloser{g, p.stdout}, Writer: stdinCloser{p}, MaxLineLength: 2*maxLine + 1<<20}
+}
+
+// answer writes msg to the server's stdin on a goroutine of its own,
+// unless the server is being shut down.
+func (p *process) answer(msg []byte) {
+	p.answersMu.Lock()
+	defer p.answersMu.Unlock()
+	if p.answersDone {
+		return
+	}
+	p.answers.Go(func() { p.writeMessage(msg) })
+}
+
+// readCloser reads from a guard and closes the child's stdout.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+func (p *process) writeMessage(b []byte) (int, error) {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return p.Stdin.Write(b)
 }
 
 // stdinCloser is the write side of the stream; the SDK closes it last when
 // the connection closes, and that is when the child must go.
 type stdinCloser struct{ p *process }
 
-func (s stdinCloser) Write(b []byte) (int, error) { return s.p.Stdin.Write(b) }
+func (s stdinCloser) Write(b []byte) (int, error) { return s.p.writeMessage(b) }
 func (s stdinCloser) Close() error                { s.p.shutdown(); return nil }
 
 // shutdown stops the child as the MCP spec asks for stdio — close its stdin,
@@ -66,6 +118,10 @@ func (s stdinCloser) Close() error                { s.p.shutdown(); return nil }
 func (p *process) shutdown() {
 	p.closeOnce.Do(func() {
 		p.Stop(context.Background())
+		p.answersMu.Lock()
+		p.answersDone = true
+		p.answersMu.Unlock()
+		p.answers.Wait() // stdin is closed: the writes have failed
 		// stderr may still hold the lines that explain an exit.
 		wait(p.StderrDone(), 200*time.Millisecond)
 		p.stdout.Close()
