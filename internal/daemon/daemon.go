@@ -404,6 +404,8 @@ func (d *Daemon) restoreOne(name string) {
 			continue
 		}
 		if spec.Stopped {
+			_ = h.s.StartRegistered(d.bgCtx, spec.ID) // starts nothing: ends the wait for it
+			d.unmarkRestoring(name, spec.ID)
 			continue // stopped with `nerve node stop`: stays so until `nerve node start`
 		}
 		nodes = append(nodes, n)

@@ -136,6 +136,14 @@ type Lazy interface {
 	StartsLazily() bool
 }
 
+// Reviver is a node in ERROR that its next request may bring back by
+// itself (an mcp node whose remote server was unreachable reconnects):
+// the session lets such a request through to the node instead of failing
+// it as not ready.
+type Reviver interface {
+	Revivable() bool
+}
+
 // SessionClient is a node whose start may list its own session's tools
 // (a Claude Code node given the session's MCP endpoint): a session-wide
 // listing does not wait for such a node to start, or each would wait for

@@ -29,7 +29,8 @@ const ReadyWait = 2 * time.Minute
 //     it runs on the session's goroutine with a context no caller can
 //     cancel, and a caller that gives up only stops waiting. A Stop of
 //     the node ends the start.
-//   - ERROR, or CREATED/STOPPED with nothing that would start it, or held
+//   - ERROR (but for a node.Reviver whose request reconnects it), or
+//     CREATED/STOPPED with nothing that would start it, or held
 //     stopped by `nerve node stop`: fail with a message naming the state,
 //     the reason and the fix.
 //
@@ -96,8 +97,11 @@ func (w *stateWatch) notify() {
 func (s *Session) await(ctx context.Context, e *entry, start bool) error {
 	var deadline <-chan time.Time
 	for {
-		if e.stopped.Load() && start {
-			return heldError(e.n.ID()) // stopped on purpose: never started by a request
+		if e.stopped.Load() {
+			if start {
+				return heldError(e.n.ID()) // stopped on purpose: never started by a request
+			}
+			return nil // settled; listings leave it out
 		}
 		changed := e.watch.changed()
 		st, reason := e.n.State(), ""
@@ -105,6 +109,9 @@ func (s *Session) await(ctx context.Context, e *entry, start bool) error {
 		case node.Ready, node.Busy:
 			return nil
 		case node.Error:
+			if r, ok := e.n.(node.Reviver); ok && r.Revivable() {
+				return nil // the request reconnects it
+			}
 			return node.NotReady(e.n.ID(), st, e.n.Info().Error)
 		case node.Starting, node.Stopping:
 			// wait below

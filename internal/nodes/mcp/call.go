@@ -79,6 +79,16 @@ func (n *Node) revive(ctx context.Context) error {
 	return nil
 }
 
+// Revivable reports whether the node is ERROR but its next call
+// reconnects it (node.Reviver): a remote server that was down.
+func (n *Node) Revivable() bool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.revivableLocked()
+}
+
+var _ node.Reviver = (*Node)(nil)
+
 // revivableLocked reports whether the next call reconnects the node: it is
 // remote, ERROR, meant to run, and no restart loop is at work. n.mu is held.
 func (n *Node) revivableLocked() bool {
