@@ -80,14 +80,15 @@ func readGraph(ctx context.Context, env *Env, s *client.Session, name, file stri
 	if err != nil {
 		return "", fmt.Errorf("reading the graph: %w", err)
 	}
-	return string(src), checkGraph(ctx, s, name, file, string(src))
+	return string(src), checkGraph(ctx, env, s, name, file, string(src))
 }
 
 // checkGraph checks a definition against the session: its format, its
 // calls (tools, arguments) and cycles through other graphs. Mistakes are
-// listed as FILE:LINE:COLUMN.
-func checkGraph(ctx context.Context, s *client.Session, name, file, src string) error {
-	prefix := func(err error) error {
+// listed as FILE:LINE:COLUMN; warnings (a raw reference that reaches a
+// shell) are printed on stderr.
+func checkGraph(ctx context.Context, env *Env, s *client.Session, name, file, src string) error {
+	places := func(err error) []string {
 		lines := strings.Split(err.Error(), "\n")
 		for i, l := range lines {
 			if file == "" {
@@ -101,30 +102,72 @@ func checkGraph(ctx context.Context, s *client.Session, name, file, src string) 
 				lines[i] = file + ": " + l
 			}
 		}
-		return &graphFileError{msg: fmt.Sprintf("graph %s has mistakes:\n  %s", name, strings.Join(lines, "\n  "))}
+		return lines
+	}
+	prefix := func(err error) error {
+		return &graphFileError{msg: fmt.Sprintf("graph %s has mistakes:\n  %s", name, strings.Join(places(err), "\n  "))}
 	}
 	d, err := graph.Parse([]byte(src))
 	if err != nil {
 		return prefix(err)
 	}
-	toolset, err := s.Toolset(ctx)
+	tools, down, err := graphCatalogue(ctx, s, name)
 	if err != nil {
 		return err
-	}
-	tools := map[string]*mcp.Tool{}
-	for _, t := range toolset {
-		if t.Node != name {
-			tools[t.Qualified] = t.Tool
-		}
 	}
 	graphs, err := sessionGraphs(ctx, s, name)
 	if err != nil {
 		return err
 	}
-	if err := graph.CheckCalls(d, name, tools, graphs); err != nil {
+	if err := graph.CheckCalls(d, name, tools, graphs, down); err != nil {
 		return prefix(err)
 	}
+	warn := graph.ShellWarnings(d, tools)
+	warn = append(warn, graph.DownWarnings(d, down)...)
+	if len(warn) > 0 {
+		for _, l := range places(warn) {
+			fmt.Fprintf(env.Stderr, "warning: %s\n", l)
+		}
+	}
 	return nil
+}
+
+// graphCatalogue is what a graph is checked against: the tools of every
+// node but skip, whatever its state (a node that is starting or in ERROR
+// still lists its tools, an MCP node its catalogue), and the nodes whose
+// tools cannot be listed now, with why (their calls are not checked).
+func graphCatalogue(ctx context.Context, s *client.Session, skip string) (map[string]*mcp.Tool, map[string]string, error) {
+	toolset, err := s.Toolset(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools := map[string]*mcp.Tool{}
+	listed := map[string]bool{}
+	for _, t := range toolset {
+		listed[t.Node] = true
+		if t.Node != skip {
+			tools[t.Qualified] = t.Tool
+		}
+	}
+	infos, err := s.Nodes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	down := map[string]string{}
+	for _, i := range infos {
+		if i.ID == skip || listed[i.ID] {
+			continue
+		}
+		ts, err := s.Tools(ctx, i.ID)
+		if err != nil {
+			down[i.ID] = node.NotReady(i.ID, i.State, i.Error).Error()
+			continue
+		}
+		for _, t := range ts {
+			tools[node.QualifiedName(i.ID, t.Name)] = t
+		}
+	}
+	return tools, down, nil
 }
 
 // sessionGraphs returns the definitions of the session's graphs but skip.
@@ -576,7 +619,7 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return usagef(inv, "%v", err)
 	}
-	if err := checkGraph(ctx, s, name, "", src); err != nil {
+	if err := checkGraph(ctx, env, s, name, "", src); err != nil {
 		return err
 	}
 	if exists {

@@ -18,8 +18,11 @@ const ToolName = "run"
 // CheckCalls checks the graph's calls against a session's tools (qualified
 // name → tool): every called tool exists, arguments without references
 // match the tool's input schema, and no chain of graphs calls back into
-// self. graphs holds the definitions of the session's other graph nodes.
-func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[string]*Def) error {
+// self. graphs holds the definitions of the session's other graph nodes;
+// down the nodes whose tools cannot be listed now, with why: calls of
+// their tools are not checked (DownWarnings names them), so a graph can be
+// edited while a node it uses is down.
+func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[string]*Def, down map[string]string) error {
 	var errs Errors
 	names := make([]string, 0, len(tools))
 	for q := range tools {
@@ -32,6 +35,9 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 		}
 		nodeID, _, _ := strings.Cut(s.Call, ".")
 		t, ok := tools[s.Call]
+		if _, isDown := down[nodeID]; !ok && isDown {
+			continue
+		}
 		if !ok && nodeID == self {
 			errs = append(errs, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls %s: a graph cannot call itself", s.ID, s.Call)})
 			continue
@@ -55,10 +61,26 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 			}
 		}
 	}
+	bad, _ := shellCheck(d, tools)
+	errs = append(errs, bad...)
 	if len(errs) > 0 {
+		sortErrors(errs)
 		return errs
 	}
 	return nil
+}
+
+// DownWarnings names the steps whose calls could not be checked because
+// their node is down.
+func DownWarnings(d *Def, down map[string]string) Errors {
+	var out Errors
+	for _, s := range d.Steps {
+		nodeID, _, _ := strings.Cut(s.Call, ".")
+		if why, ok := down[nodeID]; ok {
+			out = append(out, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls %s, not checked: %s", s.ID, s.Call, why)})
+		}
+	}
+	return out
 }
 
 // graphCycle follows graph g (called id) and returns the chain of graphs

@@ -94,13 +94,13 @@ func TestCheckCalls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckCalls(parse(tt.src), "me", tools, tt.graphs)
+			err := CheckCalls(parse(tt.src), "me", tools, tt.graphs, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want %q", err, tt.want)
 			}
 		})
 	}
-	if err := CheckCalls(parse("steps:\n  a: {call: echo.identity, args: {text: x}}\n"), "me", tools, nil); err != nil {
+	if err := CheckCalls(parse("steps:\n  a: {call: echo.identity, args: {text: x}}\n"), "me", tools, nil, nil); err != nil {
 		t.Fatalf("a good graph: %v", err)
 	}
 }

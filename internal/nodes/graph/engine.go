@@ -81,6 +81,10 @@ type RunOptions struct {
 	Emit func(StepEvent)
 	// Record, if set, gets a copy of a step's record whenever it changes.
 	Record func(StepRecord)
+	// Tool, if set, is asked about a step's tool before each call: the
+	// argument it runs as shell code ("" for none), whose references are
+	// quoted for the shell, or why it cannot be called (the step fails).
+	Tool func(ctx context.Context, name string) (shellArg string, err error)
 	// Prior holds the records of an interrupted run: steps finished there
 	// are not run again (nerve graph resume).
 	Prior map[string]*StepRecord
@@ -388,7 +392,14 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord) (*StepResult, error) {
 	var args json.RawMessage
 	if s.Ask == nil {
-		v, err := s.Args.eval(sc)
+		shellArg := ""
+		if r.o.Tool != nil {
+			var err error
+			if shellArg, err = r.o.Tool(ctx, s.Call); err != nil {
+				return nil, err
+			}
+		}
+		v, err := s.Args.evalArgs(sc, shellArg)
 		if err != nil {
 			return nil, err
 		}

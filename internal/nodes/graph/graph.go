@@ -144,6 +144,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		Ask:    n.asker(),
 		Emit:   emit,
 		Record: rec.step,
+		Tool:   n.toolInfo,
 		Prior:  prior,
 	})
 	rec.end(out, err, ctx.Err() != nil)
@@ -162,6 +163,24 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		return nil, err
 	}
 	return outputResult(out), nil
+}
+
+// toolInfo is what the run needs of a step's tool: the argument it runs as
+// shell code. A tool the session does not list is not called, so that no
+// value reaches a shell unquoted because the tool appeared mid-run.
+func (n *Node) toolInfo(ctx context.Context, name string) (string, error) {
+	if d, ok := n.env.Tools.(node.ToolDescriber); ok {
+		t, err := d.DescribeTool(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		return node.ShellArg(t.Meta), nil
+	}
+	te, ok := n.env.Tools.Toolset(ctx).Lookup(name)
+	if !ok {
+		return "", fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
+	}
+	return node.ShellArg(te.Tool.Meta), nil
 }
 
 // outputResult is the graph's output as a tool result: a string as text;

@@ -20,14 +20,28 @@ type Ref struct {
 	// Field is what of a step's result: "text", "structured" or "is_error".
 	Field string
 	Path  []any // string keys and int indexes below the value
+	// Filter is how the value is placed into a shell command: "" quotes it
+	// where the argument is shell code, "shell" quotes it in any argument,
+	// "raw" never quotes it (docs/graphs.md, "Quoting").
+	Filter string
 }
+
+// Filters a reference may start with: ${raw inputs.x}, ${shell inputs.x}.
+const (
+	FilterRaw   = "raw"
+	FilterShell = "shell"
+)
 
 var stepFields3 = []string{"text", "structured", "is_error"}
 
 // parseRef parses the inside of ${...}.
 func parseRef(src string) (*Ref, error) {
 	r := &Ref{Src: src}
-	segs, err := splitPath(strings.TrimSpace(src))
+	body := strings.TrimSpace(src)
+	if f, rest, ok := strings.Cut(body, " "); ok && (f == FilterRaw || f == FilterShell) {
+		r.Filter, body = f, strings.TrimSpace(rest)
+	}
+	segs, err := splitPath(body)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +162,9 @@ type tstring struct {
 	lits  []string // len(refs)+1
 	refs  []*Ref
 	whole bool
+	// shell is set when a reference is marked ${shell ...}: the string is
+	// shell code wherever it is placed.
+	shell bool
 }
 
 // Refs returns the template's references.
@@ -173,6 +190,9 @@ func (t *Template) compile(v any) (any, error) {
 			return v, err
 		}
 		t.refs = append(t.refs, ts.refs...)
+		for _, r := range ts.refs {
+			ts.shell = ts.shell || r.Filter == FilterShell
+		}
 		return ts, nil
 	case map[string]any:
 		out := make(map[string]any, len(v))
@@ -328,6 +348,9 @@ func (t *Template) eval(sc *scope) (any, error) {
 func evalValue(v any, sc *scope) (any, error) {
 	switch v := v.(type) {
 	case *tstring:
+		if v.shell {
+			return shellEval(v, sc)
+		}
 		if v.whole {
 			return sc.resolve(v.refs[0])
 		}

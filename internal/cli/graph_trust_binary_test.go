@@ -1,0 +1,78 @@
+//go:build unix
+
+package cli
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestBinaryGraphInputNeverRunsAsShell calls docs/graphs.md's example step
+// (`wc -l ${inputs.file}` on a bash node) through `nerve mcp serve` with
+// a real MCP client, as a model that read hostile text would: the value
+// reaches the command as one literal word and nothing it holds runs
+// (issue 17, item 1).
+func TestBinaryGraphInputNeverRunsAsShell(t *testing.T) {
+	n := newRealNerve(t)
+	dir := t.TempDir()
+	def := filepath.Join(n.home, "stats.yaml")
+	os.WriteFile(def, []byte(`
+inputs:
+  file: {type: string, description: file to count}
+steps:
+  stats: {call: bash.bash, args: {command: "wc -l ${inputs.file}"}, on_error: continue}
+  echo:  {call: bash.bash, args: {command: "printf '<%s>' ${inputs.file}; printf '[%s]' \"${inputs.file}\""}}
+output: "${steps.echo.text}"
+`), 0o600)
+	// A new session has a bash node named bash.
+	n.Must("graph", "add", "stats", "--from", def)
+
+	c := mcp.NewClient(&mcp.Implementation{Name: "attacker"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: n.Command("mcp", "serve"), TerminateDuration: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	pwned := filepath.Join(dir, "pwned-XYZ")
+	for _, v := range []string{
+		"/etc/hostname; touch " + pwned,
+		"$(touch " + pwned + ")",
+		"`touch " + pwned + "`",
+		"/etc/hostname\ntouch " + pwned,
+		"'; touch " + pwned + "; echo '",
+		"\"; touch " + pwned + "; echo \"",
+		"x\x00; touch " + pwned,
+	} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "stats.run", Arguments: map[string]any{"file": v}})
+		if err != nil {
+			t.Fatalf("calling stats.run with %q: %v", v, err)
+		}
+		if _, err := os.Stat(pwned); err == nil {
+			t.Fatalf("the input %q ran as shell code: %s exists", v, pwned)
+		}
+		text := ""
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if strings.Contains(v, "\x00") {
+			// No shell command can carry a NUL: the step fails, saying so.
+			if !res.IsError || !strings.Contains(text, "NUL") {
+				t.Errorf("with a NUL byte: %q (isError %v); want a failed step naming the NUL", text, res.IsError)
+			}
+			continue
+		}
+		if want := "<" + v + ">[" + v + "]"; res.IsError || text != want {
+			t.Errorf("the command saw %q (isError %v), want %q", text, res.IsError, want)
+		}
+	}
+}
