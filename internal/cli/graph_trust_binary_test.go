@@ -76,3 +76,51 @@ output: "${steps.echo.text}"
 		}
 	}
 }
+
+// TestBinaryGraphArguments: a mistyped input is refused with did-you-mean,
+// never taken as the value of the one string input; `@g run` runs a graph
+// with its defaults, and with a required input reads stdin (issue 17,
+// items 2 and 3).
+func TestBinaryGraphArguments(t *testing.T) {
+	n := newRealNerve(t)
+	opt := filepath.Join(n.home, "opt.yaml")
+	os.WriteFile(opt, []byte(`
+inputs: {mode: {type: string, default: safe}}
+steps:
+  say: {call: echo.identity, args: {text: "mode=${inputs.mode}"}}
+`), 0o600)
+	req := filepath.Join(n.home, "req.yaml")
+	os.WriteFile(req, []byte(`
+inputs: {file: string}
+steps:
+  say: {call: echo.identity, args: {text: "file=${inputs.file}"}}
+`), 0o600)
+	n.Must("node", "add", "identity", "echo")
+	n.Must("graph", "add", "opt", "--from", opt)
+	n.Must("graph", "add", "fan", "--from", req)
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"call", "@opt", "mdoe=fast"}, `unknown argument "mdoe" for @opt run — did you mean mode?`},
+		{[]string{"call", "@fan", "fiel=x"}, `unknown argument "fiel" for @fan run — did you mean file?`},
+		{[]string{"call", "@fan", "a=3"}, `unknown argument "a" for @fan run`},
+		{[]string{"call", "@fan", `{"fiel": "x"}`}, `unknown argument "fiel" for @fan run — did you mean file?`},
+	} {
+		out, errs, code := n.Run(tt.args...)
+		if code != ExitUsage || !strings.Contains(errs, tt.want) || out != "" {
+			t.Errorf("nerve %s: exit %d, stdout %q, stderr %q; want exit %d saying %q", strings.Join(tt.args, " "), code, out, errs, ExitUsage, tt.want)
+		}
+	}
+	if out := n.Must("call", "@opt", "run"); out != "mode=safe\n" {
+		t.Errorf("nerve call @opt run printed %q, want the default: mode=safe", out)
+	}
+	if out := n.Must("call", "@fan", "file=fiel=x"); out != "file=fiel=x\n" {
+		t.Errorf("nerve call @fan file=fiel=x printed %q", out)
+	}
+	n.Stdin = `{"file": "from-stdin"}`
+	if out := n.Must("call", "@fan", "run"); out != "file=from-stdin\n" {
+		t.Errorf("echo '{\"file\": …}' | nerve call @fan run printed %q, want the input read from stdin", out)
+	}
+}
