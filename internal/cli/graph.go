@@ -523,18 +523,16 @@ func runGraphResume(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	args := map[string]any{}
-	for k, v := range r.Inputs {
-		args[k] = v
+	b, _ := json.Marshal(r.Inputs)
+	if r.Inputs == nil {
+		b = []byte("{}")
 	}
-	args["_resume"] = r.ID
-	b, _ := json.Marshal(args)
-	return callAndPrint(ctx, env, s, name, graph.ToolName, b)
+	return callAndPrint(ctx, env, s, name, graph.ToolName, b, map[string]any{graph.MetaResume: r.ID})
 }
 
 // callAndPrint calls a tool as `nerve call` does, step lines on stderr.
-func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage) error {
-	res, err := s.Call(ctx, id, tool, args, func(l api.CallLine) { showCallLine(env, id, l) })
+func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage, meta map[string]any) error {
+	res, err := s.CallMeta(ctx, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, id, l) })
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,78 @@ steps:
 	n.Stdin = `{"file": "from-stdin"}`
 	if out := n.Must("call", "@fan", "run"); out != "file=from-stdin\n" {
 		t.Errorf("echo '{\"file\": …}' | nerve call @fan run printed %q, want the input read from stdin", out)
+	}
+}
+
+// TestBinaryGraphServedToMCP: through `nerve mcp serve`, a graph's tool
+// schema holds its inputs only (no _resume a model could fill in), and a
+// caller that gave a progress token gets a progress notification for each
+// step event, so a long graph keeps it waiting (issue 17, items 3 and 5).
+func TestBinaryGraphServedToMCP(t *testing.T) {
+	n := newRealNerve(t)
+	def := filepath.Join(n.home, "two.yaml")
+	os.WriteFile(def, []byte(`
+inputs: {word: {type: string, default: hi}}
+steps:
+  a: {call: echo.identity, args: {text: "${inputs.word}"}}
+  b: {call: echo.identity, args: {text: "${steps.a.text}!"}}
+`), 0o600)
+	n.Must("node", "add", "identity", "echo")
+	n.Must("graph", "add", "two", "--from", def)
+
+	progress := make(chan string, 100)
+	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			progress <- req.Params.Message
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: n.Command("mcp", "serve"), TerminateDuration: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, tl := range tools.Tools {
+		if tl.Name != "two.run" {
+			continue
+		}
+		found = true
+		b, _ := json.Marshal(tl.InputSchema)
+		if strings.Contains(string(b), "_resume") || !strings.Contains(string(b), `"word"`) {
+			t.Errorf("two.run's input schema: %s; want its inputs and nothing else", b)
+		}
+	}
+	if !found {
+		t.Fatalf("two.run is not served: %v", tools.Tools)
+	}
+	params := &mcp.CallToolParams{Name: "two.run", Arguments: map[string]any{}}
+	params.SetProgressToken("t1")
+	res, err := cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("two.run: %v %v", err, res)
+	}
+	var got []string
+	for len(got) < 4 {
+		select {
+		case m := <-progress:
+			got = append(got, m)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("progress notifications: %q; want one per step event (a, b started and finished)", got)
+		}
+	}
+	for _, want := range []string{"step a started", "step a finished", "step b started", "step b finished"} {
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("progress notifications %q lack %q", got, want)
+		}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "two.run", Arguments: map[string]any{"_resume": "two.x"}})
+	if err != nil || !res.IsError {
+		t.Errorf("two.run with _resume: %v %v; want it refused as an unknown argument", err, res)
 	}
 }

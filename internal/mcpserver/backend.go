@@ -53,7 +53,7 @@ type Backend interface {
 	// Call calls a node's tool. observe receives progress, log messages
 	// and streamed text as they happen; cancelling ctx cancels the call
 	// (and the node's MCP server is told).
-	Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error)
+	Call(ctx context.Context, nodeID, tool string, args json.RawMessage, meta map[string]any, observe func(node.CallEvent)) (*mcp.CallToolResult, error)
 	// Watch subscribes to the session's events; every event after it
 	// returns is delivered, except that a backend may leave out a node's
 	// moves between READY and BUSY (they change nothing served).

@@ -54,8 +54,8 @@ func (b *ClientBackend) Tools(ctx context.Context, nodeID string) ([]*mcp.Tool, 
 
 func (b *ClientBackend) Nodes(ctx context.Context) ([]node.Info, error) { return b.s.Nodes(ctx) }
 
-func (b *ClientBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
-	return b.s.Call(ctx, nodeID, tool, args, func(l api.CallLine) {
+func (b *ClientBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, meta map[string]any, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
+	return b.s.CallMeta(ctx, nodeID, tool, args, meta, func(l api.CallLine) {
 		if l.Kind != api.LineState && observe != nil {
 			observe(l.CallEvent)
 		}

@@ -403,6 +403,15 @@ func (s *Server) toolHandler(id, tool string) mcp.ToolHandler {
 					seq++
 					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: seq, Message: ev.Text})
 				}
+			case node.EventStep:
+				// A graph's steps (and an agent's tool uses) are progress:
+				// a caller that gave a token sees the call is alive, and a
+				// client that resets its timeout on progress (the
+				// TypeScript SDK's resetTimeoutOnProgress) keeps waiting.
+				if tok != nil {
+					seq++
+					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: seq, Message: stepMessage(ev)})
+				}
 			case node.EventLog:
 				var data any = ev.Text
 				if len(ev.Data) > 0 {
@@ -412,10 +421,12 @@ func (s *Server) toolHandler(id, tool string) mcp.ToolHandler {
 			}
 		}
 		var args json.RawMessage
+		var meta map[string]any
 		if req.Params != nil {
 			args = req.Params.Arguments
+			meta = req.Params.Meta
 		}
-		res, err := s.b.Call(ctx, id, tool, args, observe)
+		res, err := s.b.Call(ctx, id, tool, args, meta, observe)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -771,4 +782,26 @@ func (a attachment) ResourceUpdated(uri string) {
 	ctx, cancel := context.WithTimeout(context.Background(), startWait)
 	defer cancel()
 	_ = a.s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+}
+
+// stepMessage is a step event as one line: "step read finished (12ms)",
+// "step review failed: …", or the step's name.
+func stepMessage(ev node.CallEvent) string {
+	var d struct {
+		Step   string  `json:"step"`
+		State  string  `json:"state"`
+		Millis float64 `json:"ms"`
+		Error  string  `json:"error"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil || d.Step == "" || d.State == "" {
+		return ev.Step
+	}
+	msg := "step " + d.Step + " " + d.State
+	if d.Millis > 0 {
+		msg += fmt.Sprintf(" (%.0fms)", d.Millis)
+	}
+	if d.Error != "" {
+		msg += ": " + d.Error
+	}
+	return msg
 }

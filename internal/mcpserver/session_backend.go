@@ -55,8 +55,8 @@ func (b *SessionBackend) Nodes(ctx context.Context) ([]node.Info, error) { retur
 // SessionName returns the name of the session served.
 func (b *SessionBackend) SessionName() string { return b.s.Name() }
 
-func (b *SessionBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
-	return b.s.Call(ctx, nodeID, &node.CallRequest{Tool: tool, Arguments: args, Observe: observe})
+func (b *SessionBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, meta map[string]any, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
+	return b.s.Call(ctx, nodeID, &node.CallRequest{Tool: tool, Arguments: args, Meta: meta, Observe: observe})
 }
 
 // Watch leaves out a node's moves between READY and BUSY: every call makes

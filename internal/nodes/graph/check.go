@@ -169,7 +169,6 @@ func (d *Def) InputSchema() map[string]any {
 			required = append(required, in.Name)
 		}
 	}
-	props[resumeArg] = map[string]any{"type": "string", "description": "id of an interrupted run to finish instead of starting anew (nerve graph resume)"}
 	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
 		s["required"] = required
@@ -177,5 +176,7 @@ func (d *Def) InputSchema() map[string]any {
 	return s
 }
 
-// resumeArg names an interrupted run to finish.
-const resumeArg = "_resume"
+// MetaResume is the key of a call's _meta that names an interrupted run
+// to finish instead of starting anew (nerve graph resume). It is not an
+// input: a model filling in the tool's arguments never sees it.
+const MetaResume = "nerve.dev/resume"

@@ -118,8 +118,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		return nil, fmt.Errorf("graph %q: this session offers no tools to call", n.ID())
 	}
 	var prior map[string]*StepRecord
-	resumeID, _ := inputs[resumeArg].(string)
-	delete(inputs, resumeArg)
+	resumeID, _ := req.Meta[MetaResume].(string)
 	if resumeID != "" {
 		rec, err := n.runs.get(resumeID)
 		if err != nil {
