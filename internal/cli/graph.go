@@ -595,7 +595,11 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	line := strings.Join(inv.Args[2:], " ")
+	// The step's words are read back exactly as `nerve call` reads its
+	// words (the REPL's `:graph step` gives the words of its line), so
+	// `message="a b"` and 'message=Review: ${steps.read.text}' hold one
+	// value each (issue 17, item 6).
+	line := callLine(inv.Args[2:])
 	nodeID := lineNode(line)
 	tools, err := s.Tools(ctx, nodeID)
 	if err != nil {

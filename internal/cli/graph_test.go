@@ -149,5 +149,9 @@ func TestGraphStepBuilder(t *testing.T) {
 		{argv: []string{"graph", "step", "b1", "three", "@ecko", "identity", "text=x"}, code: ExitUsage, stderr: "ecko"},
 		{argv: []string{"graph", "export", "b1"}, stdout: "inputs:\n  word: {type: string}\nsteps:\n  one: {call: echo.identity, args: {text: '${inputs.word}'}}\n"},
 		{argv: []string{"call", "@b1", "word=again"}, stdout: "again!"},
+		// Values with spaces, as the shell (or the REPL's :graph step) hands them over (issue 17, item 6).
+		{argv: []string{"graph", "step", "b2", "one", "@echo", "identity", "text=a b"}, stderr: "(1 steps)"},
+		{argv: []string{"graph", "step", "b2", "two", "@echo", "identity", "text=Review: ${steps.one.text}"}, stderr: "(2 steps)"},
+		{argv: []string{"call", "@b2", "run"}, stdout: "Review: a b"},
 	})
 }
