@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,7 +50,8 @@ Examples:
 			{Name: "rm", Aliases: []string{"remove"}, Summary: "remove a graph", Usage: "graph rm NAME", Complete: "node", Run: runGraphRm},
 			{Name: "ls", Aliases: []string{"list"}, Summary: "list the session's graphs", Usage: "graph ls", Run: runGraphLs},
 			{Name: "export", Summary: "print a graph's definition as it was written", Usage: "graph export NAME", Complete: "node", Run: runGraphExport},
-			{Name: "runs", Summary: "list a graph's recent runs: state, time, each step", Usage: "graph runs NAME", Complete: "node", Run: runGraphRuns},
+			{Name: "runs", Summary: "list a graph's recent runs: state, time, each step", Usage: "graph runs NAME [-n N]", Complete: "node", Run: runGraphRuns,
+				Flags: []*Flag{{Name: "lines", Short: "n", Value: "N", Usage: "show the newest N runs (default: all kept, up to 20)"}}},
 			{Name: "show", Summary: "show one run: each step's arguments, result and time", Usage: "graph show RUN", Run: runGraphShow},
 			{Name: "resume", Summary: "finish an interrupted run: only the steps that had not finished run", Usage: "graph resume RUN", Run: runGraphResume},
 		},
@@ -335,7 +337,9 @@ func runGraphLs(ctx context.Context, env *Env, inv *Invocation) error {
 		if runs := runsOf(i); len(runs) > 0 {
 			last = fmt.Sprintf("%s %s", runs[0].State, runs[0].Started.Local().Format("2006-01-02 15:04:05"))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.ID, i.State, strings.TrimSuffix(i.Summary, " steps"), i.Calls, i.InFlight, last)
+		// Runs are counted from the records, which outlive the daemon.
+		count, _ := i.Details["run_count"].(float64)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.ID, i.State, strings.TrimSuffix(i.Summary, " steps"), int(count), i.InFlight, last)
 	}
 	return tw.Flush()
 }
@@ -399,6 +403,13 @@ func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
 		return fmt.Errorf("node %q is a %s node, not a graph", name, d.Spec.Kind)
 	}
 	runs := runsOf(d.Info)
+	if v := inv.Flag("lines"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return usagef(inv, "-n takes a number of runs ≥ 1, not %q", v)
+		}
+		runs = runs[:min(n, len(runs))]
+	}
 	if env.JSON {
 		if runs == nil {
 			runs = []runSummary{}
@@ -483,8 +494,11 @@ func runGraphShow(ctx context.Context, env *Env, inv *Invocation) error {
 	fmt.Fprintf(env.Stdout, "run %s: %s in %s (started %s)\n", r.ID, r.State,
 		roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), r.Started.Local().Format("2006-01-02 15:04:05"))
 	if len(r.Inputs) > 0 {
-		b, _ := json.Marshal(r.Inputs)
-		fmt.Fprintf(env.Stdout, "inputs: %s\n", b)
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // `>` stays `>`
+		_ = enc.Encode(r.Inputs)
+		fmt.Fprintf(env.Stdout, "inputs: %s", b.String())
 	}
 	if r.Error != "" {
 		fmt.Fprintf(env.Stdout, "error: %s\n", r.Error)

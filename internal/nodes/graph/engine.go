@@ -29,6 +29,9 @@ type StepResult struct {
 	Text       string `json:"text"`
 	Structured any    `json:"structured,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`
+	// Texts is a foreach step's items' texts, one per item in order
+	// (${steps.ID.texts}); nil for other steps.
+	Texts []any `json:"texts,omitempty"`
 }
 
 // Step states, as events and records name them.
@@ -354,15 +357,43 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 			defer func() { <-sem }()
 			var irec StepRecord
 			results[i], errs[i] = r.attempts(ctx, s, &isc, &irec)
-			if errs[i] != nil {
+			if errs[i] != nil && s.OnError != OnErrorContinue {
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
-	out := &StepResult{}
+	out := &StepResult{Texts: make([]any, 0, len(items))}
 	texts := make([]string, 0, len(items))
 	list := make([]any, 0, len(items))
+	rec.Args, _ = json.Marshal(map[string]any{"foreach": items})
+	if s.OnError == OnErrorContinue && ctx.Err() == nil {
+		// Every item ran to its end: keep each one's result, failed or
+		// not, in item order; the step fails if any item did.
+		var failed []string
+		for i, res := range results {
+			if errs[i] != nil {
+				failed = append(failed, fmt.Sprintf("item %d (%s): %v", i, firstLine(asText(items[i])), errs[i]))
+				if res == nil {
+					res = &StepResult{Text: errs[i].Error(), IsError: true}
+				}
+			}
+			t := strings.TrimSuffix(res.Text, "\n")
+			texts = append(texts, t)
+			out.Texts = append(out.Texts, t)
+			if res.Structured != nil {
+				list = append(list, res.Structured)
+			} else {
+				list = append(list, res.Text)
+			}
+		}
+		out.Text, out.Structured = strings.Join(texts, "\n"), list
+		if len(failed) > 0 {
+			out.IsError = true
+			return out, &stepFailure{msg: fmt.Sprintf("%d of %d items failed: %s", len(failed), len(items), strings.Join(failed, "; ")), res: out}
+		}
+		return out, nil
+	}
 	for i, res := range results {
 		if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
 			return nil, fmt.Errorf("item %d (%s): %w", i, asText(items[i]), errs[i])
@@ -370,7 +401,9 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 		if res == nil {
 			continue
 		}
-		texts = append(texts, res.Text)
+		t := strings.TrimSuffix(res.Text, "\n")
+		texts = append(texts, t)
+		out.Texts = append(out.Texts, t)
 		if res.Structured != nil {
 			list = append(list, res.Structured)
 		} else {
@@ -384,7 +417,6 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 	}
 	out.Text = strings.Join(texts, "\n")
 	out.Structured = list
-	rec.Args, _ = json.Marshal(map[string]any{"foreach": items})
 	return out, nil
 }
 
@@ -406,7 +438,7 @@ func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord)
 		if v == nil {
 			v = map[string]any{}
 		}
-		if args, err = json.Marshal(v); err != nil {
+		if args, err = marshalPlain(v); err != nil {
 			return nil, fmt.Errorf("arguments: %w", err)
 		}
 		rec.Args = args
@@ -538,4 +570,16 @@ func firstLine(s string) string {
 		s = s[:300] + " …"
 	}
 	return s
+}
+
+// marshalPlain is json.Marshal without HTML escaping: records and `nerve
+// graph show` keep `>` as `>`, not `\u003e`.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -303,3 +303,32 @@ func BenchmarkChain1000(b *testing.B) {
 		}
 	}
 }
+
+// TestRunForeachContinueKeepsEveryItem: with on_error: continue, a failed
+// item does not cancel the others and every item's result is kept, the
+// texts offered as a list; ${steps.X.text} loses one trailing newline
+// (issue 17, item 9).
+func TestRunForeachContinueKeepsEveryItem(t *testing.T) {
+	d := mustParse(t, `
+steps:
+  each: {call: e.maybe, foreach: [a, bad, c, d], args: {text: "${item}"}, on_error: continue}
+  line: {call: e.identity, args: {text: "x\n\n"}}
+output: {texts: "${steps.each.texts}", failed: "${steps.each.is_error}", line: "[${steps.line.text}]"}
+`)
+	f := newFake()
+	f.tools["e.maybe"] = func(_ context.Context, a map[string]any) (*mcp.CallToolResult, error) {
+		if a["text"] == "bad" {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad item\n"}}}, nil
+		}
+		return text(fmt.Sprint(a["text"]) + " ok\n"), nil
+	}
+	out, err := d.Run(context.Background(), nil, RunOptions{Caller: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(out)
+	want := `{"failed":true,"line":"[x\n]","texts":["a ok","bad item","c ok","d ok"]}`
+	if string(got) != want {
+		t.Errorf("output = %s\nwant %s", got, want)
+	}
+}

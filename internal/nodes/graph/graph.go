@@ -214,6 +214,6 @@ func (n *Node) Info() node.Info {
 	info := n.BaseInfo()
 	info.Tools = len(n.tools)
 	info.Summary = fmt.Sprintf("%d steps", len(n.def.Steps))
-	info.Details = map[string]any{"runs": n.runs.summaries()}
+	info.Details = map[string]any{"runs": n.runs.summaries(), "run_count": n.runs.count()}
 	return info
 }

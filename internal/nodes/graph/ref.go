@@ -32,7 +32,7 @@ const (
 	FilterShell = "shell"
 )
 
-var stepFields3 = []string{"text", "structured", "is_error"}
+var stepFields3 = []string{"text", "structured", "is_error", "texts"}
 
 // parseRef parses the inside of ${...}.
 func parseRef(src string) (*Ref, error) {
@@ -74,7 +74,7 @@ func parseRef(src string) (*Ref, error) {
 			return nil, fmt.Errorf("${%s}: say which part of the result: ${steps.%s.text}, ${steps.%s.structured...} or ${steps.%s.is_error}", src, r.Name, r.Name, r.Name)
 		}
 		switch f {
-		case "text", "structured", "is_error":
+		case "text", "structured", "is_error", "texts":
 			r.Field = f
 		default:
 			hint := ""
@@ -291,7 +291,11 @@ func (sc *scope) resolve(r *Ref) (any, error) {
 		}
 		switch r.Field {
 		case "text":
-			return res.Text, nil
+			// One trailing newline goes, as $(…) drops it: `echo hi`
+			// gives "hi" (docs/graphs.md); the record keeps it.
+			return strings.TrimSuffix(res.Text, "\n"), nil
+		case "texts":
+			return res.Texts, nil
 		case "is_error":
 			return res.IsError, nil
 		}
