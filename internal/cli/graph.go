@@ -109,9 +109,10 @@ func checkGraph(ctx context.Context, env *Env, s *client.Session, name, file, sr
 	prefix := func(err error) error {
 		return &graphFileError{msg: fmt.Sprintf("graph %s has mistakes:\n  %s", name, strings.Join(places(err), "\n  "))}
 	}
-	d, err := graph.Parse([]byte(src))
-	if err != nil {
-		return prefix(err)
+	// Every mistake at once: those of the file and those of its calls.
+	d, perr := graph.ParseAll([]byte(src))
+	if d == nil {
+		return prefix(perr)
 	}
 	tools, down, err := graphCatalogue(ctx, s, name)
 	if err != nil {
@@ -121,8 +122,16 @@ func checkGraph(ctx context.Context, env *Env, s *client.Session, name, file, sr
 	if err != nil {
 		return err
 	}
-	if err := graph.CheckCalls(d, name, tools, graphs, down); err != nil {
-		return prefix(err)
+	var all graph.Errors
+	var es graph.Errors
+	if errors.As(perr, &es) {
+		all = append(all, es...)
+	}
+	if errors.As(graph.CheckCalls(d, name, tools, graphs, down), &es) {
+		all = append(all, es...)
+	}
+	if len(all) > 0 {
+		return prefix(graph.Sorted(all))
 	}
 	warn := graph.ShellWarnings(d, tools)
 	warn = append(warn, graph.DownWarnings(d, down)...)

@@ -155,3 +155,24 @@ func TestGraphStepBuilder(t *testing.T) {
 		{argv: []string{"call", "@b2", "run"}, stdout: "Review: a b"},
 	})
 }
+
+// TestGraphAddReportsEveryMistake: a file's mistakes of every kind (a
+// field, a reference, a call, a syntax error) come in one report, each at
+// FILE:LINE:COLUMN (issue 17, item 7).
+func TestGraphAddReportsEveryMistake(t *testing.T) {
+	env, out, errb := embeddedEnv(t)
+	dir := t.TempDir()
+	many := writeFile(t, filepath.Join(dir, "many.yaml"), "inputs: {file: string}\nsteps:\n  a: {call: echo.identiy, args: {text: x}}\n  b: {call: echo.identity, argz: {}}\n  c: {call: echo.identity, args: {text: \"${inputs.fiel}\"}}\n")
+	syntax := writeFile(t, filepath.Join(dir, "syntax.yaml"), "steps:\n  a: {call: echo.identity,\n     args: {text: x}\n")
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "identity", "echo"}},
+		{argv: []string{"graph", "add", "many", "--from", many}, code: ExitUsage,
+			stderr: many + ":3:13: step a calls echo.identiy: no such tool; did you mean echo.identity?\n  " +
+				many + ":4:13: step b: arguments of echo.identity: invalid arguments: missing required argument \"text\"",
+			stdout: ""},
+		{argv: []string{"graph", "add", "many", "--from", many}, code: ExitUsage,
+			stderr: many + ":4:28: unknown field \"argz\" in step b; did you mean \"args\"?\n  " +
+				many + ":5:41: ${inputs.fiel}: no input \"fiel\"; did you mean \"file\"?"},
+		{argv: []string{"graph", "add", "syntax", "--from", syntax}, code: ExitUsage, stderr: syntax + ":2:6: reading the graph: the { opened here is never closed"},
+	})
+}

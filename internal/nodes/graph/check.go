@@ -52,8 +52,16 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 			errs = append(errs, &Error{Pos: s.callPos, Msg: msg})
 			continue
 		}
+		argsPos := s.argsPos
+		if argsPos.Line == 0 {
+			argsPos = s.callPos // no args: the call is where they are missing
+		}
 		if err := checkArgs(s, t); err != nil {
-			errs = append(errs, &Error{Pos: s.argsPos, Msg: fmt.Sprintf("step %s: arguments of %s: %v", s.ID, s.Call, err)})
+			errs = append(errs, &Error{Pos: argsPos, Msg: fmt.Sprintf("step %s: arguments of %s: %v", s.ID, s.Call, err)})
+		} else {
+			for _, m := range checkDynamicArgs(d, s, t) {
+				errs = append(errs, &Error{Pos: argsPos, Msg: fmt.Sprintf("step %s: arguments of %s: %s", s.ID, s.Call, m)})
+			}
 		}
 		if g, ok := graphs[nodeID]; ok {
 			if c := graphCycle(self, nodeID, g, graphs, []string{self}); c != nil {
@@ -138,6 +146,110 @@ func checkArgs(s *Step, t *mcp.Tool) error {
 		}
 	}
 	return nil
+}
+
+// checkDynamicArgs checks arguments that hold references as far as can be
+// known before the run: a required argument missing, a key that is not
+// the tool's but close to one of its (a misspelling, even where the tool
+// allows other keys), and an input placed whole into an argument of
+// another type (a string input into a number argument fails only at run
+// time otherwise).
+func checkDynamicArgs(d *Def, s *Step, t *mcp.Tool) []string {
+	if !s.Args.Dynamic() {
+		return nil
+	}
+	schema, _ := toMap(t.InputSchema)
+	props, _ := schema["properties"].(map[string]any)
+	args, _ := s.Args.v.(map[string]any)
+	if props == nil || args == nil {
+		return nil
+	}
+	known := make([]string, 0, len(props))
+	for k := range props {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	var out []string
+	for _, k := range sortedKeys(args) {
+		if _, ok := props[k]; !ok {
+			if c := closest(k, known); c != "" && schema["additionalProperties"] != false {
+				out = append(out, fmt.Sprintf("no argument %q; did you mean %q?", k, c))
+			}
+			continue
+		}
+		ts, ok := args[k].(*tstring)
+		if !ok || !ts.whole || ts.refs[0].Root != "inputs" || len(ts.refs[0].Path) > 0 {
+			continue
+		}
+		in := d.input(ts.refs[0].Name)
+		p, _ := props[k].(map[string]any)
+		if in == nil || p == nil {
+			continue
+		}
+		if want := schemaTypes(p["type"]); len(want) > 0 && !typeFits(in.Type, want) {
+			out = append(out, fmt.Sprintf("input %s is %s %s, but argument %q takes %s; declare the input as {type: %s}", in.Name, article(in.Type), in.Type, k, strings.Join(want, " or "), want[0]))
+		}
+	}
+	if s.Foreach == nil {
+		req, _ := schema["required"].([]any)
+		for _, r := range req {
+			name, _ := r.(string)
+			if _, ok := args[name]; !ok && name != "" {
+				out = append(out, fmt.Sprintf("missing required argument %q", name))
+			}
+		}
+	}
+	return out
+}
+
+func (d *Def) input(name string) *Input {
+	for _, in := range d.Inputs {
+		if in.Name == name {
+			return in
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func schemaTypes(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func typeFits(in string, want []string) bool {
+	for _, w := range want {
+		if w == in || w == "number" && in == "integer" {
+			return true
+		}
+	}
+	return false
+}
+
+func article(t string) string {
+	if t == "integer" || t == "object" || t == "array" {
+		return "an"
+	}
+	return "a"
 }
 
 func toMap(schema any) (map[string]any, bool) {

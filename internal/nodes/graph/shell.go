@@ -366,3 +366,9 @@ func sortErrors(es Errors) {
 		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
 	})
 }
+
+// Sorted returns es in the order of their places in the file.
+func Sorted(es Errors) Errors {
+	sortErrors(es)
+	return es
+}
