@@ -176,3 +176,18 @@ func TestGraphAddReportsEveryMistake(t *testing.T) {
 		{argv: []string{"graph", "add", "syntax", "--from", syntax}, code: ExitUsage, stderr: syntax + ":2:6: reading the graph: the { opened here is never closed"},
 	})
 }
+
+// TestGraphNodeInError: a graph that uses a node in ERROR can be added
+// (with a warning naming the node's state), and its step fails naming the
+// node's state and the fix, not "unknown tool" (issue 17, item 8).
+func TestGraphNodeInError(t *testing.T) {
+	bad := testutil.BuildBinary(t, "./fixtures/badmcp")
+	env, out, errb := embeddedEnv(t)
+	def := writeFile(t, filepath.Join(t.TempDir(), "g.yaml"), "steps:\n  a: {call: broken.echo, args: {text: x}}\n")
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "mcp", "broken", "--", bad, "--mode", "crash-start"}, code: 1},
+		{argv: []string{"graph", "add", "g", "--from", def}, stderr: `step a calls broken.echo, not checked: node "broken" is ERROR`},
+		{argv: []string{"call", "@g", "run"}, code: 3, stderr: "graph g failed at step a: node \"broken\" is ERROR (the server exited with code 7"},
+		{argv: []string{"call", "@g", "run"}, code: 3, stderr: "restart it with `nerve node restart broken`"},
+	})
+}
