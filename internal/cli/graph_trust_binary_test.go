@@ -198,3 +198,57 @@ steps:
 		t.Errorf("two.run with _resume: %v %v; want it refused as an unknown argument", err, res)
 	}
 }
+
+// TestBinaryGraphAskReachesMCPClient: an ask step of a graph called
+// through session-wide `nerve mcp serve` is put to the calling client as
+// an elicitation, and its answer goes on into the graph; a client without
+// elicitation is told that no one is attached, not that a person declined
+// (issue 17, item 4).
+func TestBinaryGraphAskReachesMCPClient(t *testing.T) {
+	n := newRealNerve(t)
+	def := filepath.Join(n.home, "gate.yaml")
+	os.WriteFile(def, []byte(`
+inputs: {file: string}
+steps:
+  approve: {ask: "Publish ${inputs.file}?"}
+  say: {call: echo.identity, args: {text: "answer: ${steps.approve.text}"}}
+`), 0o600)
+	n.Must("node", "add", "identity", "echo")
+	n.Must("graph", "add", "gate", "--from", def)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	var asked string
+	c := mcp.NewClient(&mcp.Implementation{Name: "person"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked = req.Params.Message
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "ship it"}}, nil
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: n.Command("mcp", "serve"), TerminateDuration: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "gate.run", Arguments: map[string]any{"file": "a.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; res.IsError || got != "answer: ship it" || asked != "Publish a.txt?" {
+		t.Errorf("gate.run: %q (isError %v), the client was asked %q; want the answer to go on", got, res.IsError, asked)
+	}
+
+	mute := mcp.NewClient(&mcp.Implementation{Name: "script"}, nil)
+	ms, err := mute.Connect(ctx, &mcp.CommandTransport{Command: n.Command("mcp", "serve"), TerminateDuration: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	res, err = ms.CallTool(ctx, &mcp.CallToolParams{Name: "gate.run", Arguments: map[string]any{"file": "a.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; !res.IsError || !strings.Contains(got, "no one is attached to answer: run it from the Commander or a client that supports elicitation") {
+		t.Errorf("gate.run without elicitation: %q (isError %v)", got, res.IsError)
+	}
+}

@@ -78,6 +78,14 @@ type Attacher interface {
 	Attach(ctx context.Context, nodeID string, a Attachment) error
 }
 
+// CallAttacher is a backend that can attach for the time of one call:
+// AttachFor returns once a is in place (a request the node makes from
+// then on reaches a) and detach undoes it. A session-wide server attaches
+// so for each call, so a graph's ask step reaches the client that called.
+type CallAttacher interface {
+	AttachFor(ctx context.Context, nodeID string, a Attachment) (detach func(), err error)
+}
+
 // Attachment is what a node-mode server offers its node: answers to
 // sampling and elicitation, and a sink for resource updates.
 type Attachment interface {

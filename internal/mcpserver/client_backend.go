@@ -116,6 +116,28 @@ func (b *ClientBackend) Attach(ctx context.Context, nodeID string, a Attachment)
 	if err != nil {
 		return err
 	}
+	return serveAttachment(ctx, att, nodeID, a)
+}
+
+// AttachFor implements CallAttacher: the daemon has the attachment once
+// its stream answered.
+func (b *ClientBackend) AttachFor(ctx context.Context, nodeID string, a Attachment) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	att, err := b.s.Attach(ctx, nodeID)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = serveAttachment(ctx, att, nodeID, a)
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// serveAttachment passes what att asks to a until ctx ends.
+func serveAttachment(ctx context.Context, att *client.Attachment, nodeID string, a Attachment) error {
 	stop := context.AfterFunc(ctx, func() { att.Close() })
 	defer stop()
 	defer att.Close()

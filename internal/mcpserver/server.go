@@ -386,6 +386,15 @@ func (s *Server) toolHandler(id, tool string) mcp.ToolHandler {
 		s.last.Store(ss)
 		if s.opts.Node != "" {
 			defer s.callStarted(ss)()
+		} else if p := ss.InitializeParams(); p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
+			// Session-wide: what the called node asks of a person during
+			// this call (a graph's ask step) goes to this client.
+			if ca, ok := s.b.(CallAttacher); ok {
+				defer s.callStarted(ss)()
+				if detach, err := ca.AttachFor(ctx, id, attachment{s}); err == nil {
+					defer detach()
+				}
+			}
 		}
 		tok := req.Params.GetProgressToken()
 		var mu sync.Mutex // observers may run on any goroutine; keep notices in order
@@ -773,7 +782,7 @@ func (a attachment) Sample(ctx context.Context, nodeID string, req *mcp.CreateMe
 func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	ss := a.s.client(func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 	if ss == nil {
-		return &mcp.ElicitResult{Action: "decline"}, nil
+		return node.NoOneDeclined(), nil
 	}
 	return ss.Elicit(ctx, req)
 }

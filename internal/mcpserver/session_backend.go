@@ -174,6 +174,11 @@ func (b *SessionBackend) Attach(ctx context.Context, nodeID string, a Attachment
 	return nil
 }
 
+// AttachFor implements CallAttacher.
+func (b *SessionBackend) AttachFor(_ context.Context, nodeID string, a Attachment) (func(), error) {
+	return b.AttachNow(nodeID, a), nil
+}
+
 // AttachNow is Attach that returns at once, attached; detach undoes it.
 func (b *SessionBackend) AttachNow(nodeID string, a Attachment) (detach func()) {
 	b.r.mu.Lock()
@@ -236,7 +241,7 @@ func (r *hookRouter) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitP
 	if a := r.get(nodeID); a != nil {
 		return a.Elicit(ctx, nodeID, req)
 	}
-	return &mcp.ElicitResult{Action: "decline"}, nil
+	return node.NoOneDeclined(), nil
 }
 
 var (

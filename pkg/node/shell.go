@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -16,6 +17,19 @@ const MetaShell = "nerve.dev/shell"
 func ShellArg(meta map[string]any) string {
 	s, _ := meta[MetaShell].(string)
 	return s
+}
+
+// ErrNoOneToAsk is a request for a person (sampling, elicitation) that no
+// one attached could answer: no Commander, no MCP client that supports it.
+var ErrNoOneToAsk = errors.New("no one is attached to answer this request; it was declined")
+
+// MetaUnanswered marks, in an ElicitResult's _meta, a decline that no
+// person gave: no one was attached to ask.
+const MetaUnanswered = "nerve.dev/unanswered"
+
+// NoOneDeclined is the decline given when no one is attached to ask.
+func NoOneDeclined() *mcp.ElicitResult {
+	return &mcp.ElicitResult{Action: "decline", Meta: mcp.Meta{MetaUnanswered: true}}
 }
 
 // ToolDescriber is a ToolCaller that can say what a tool is before it is

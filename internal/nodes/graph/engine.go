@@ -466,6 +466,17 @@ func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord)
 	}
 }
 
+// errNoOne is an ask step with no one to put its question to: never
+// "the person declined" when no person was asked.
+var errNoOne error = noOneError{}
+
+type noOneError struct{}
+
+func (noOneError) Error() string {
+	return "no one is attached to answer: run it from the Commander or a client that supports elicitation"
+}
+func (noOneError) Unwrap() error { return node.ErrNoOneToAsk }
+
 type timeoutError struct{ d time.Duration }
 
 func (e timeoutError) Error() string {
@@ -510,9 +521,12 @@ func (r *run) ask(ctx context.Context, s *Step, sc *scope) (*StepResult, error) 
 		return nil, err
 	}
 	if r.o.Ask == nil {
-		return nil, errors.New("no one is attached to answer the question; it was declined")
+		return nil, errNoOne
 	}
 	ans, err := r.o.Ask(ctx, asText(q))
+	if errors.Is(err, node.ErrNoOneToAsk) || err == nil && ans != nil && ans.Meta[node.MetaUnanswered] == true {
+		return nil, errNoOne
+	}
 	if err != nil {
 		return nil, fmt.Errorf("asking the person: %w", err)
 	}

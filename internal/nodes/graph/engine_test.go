@@ -267,9 +267,26 @@ func TestRunAsk(t *testing.T) {
 	if err != nil || out != "yes" || asked != "ship x?" {
 		t.Errorf("out %q err %v asked %q", out, err, asked)
 	}
+	// No one to ask is said as such, never "the person declined" (issue 17, item 4).
+	const noOne = "step ok: no one is attached to answer: run it from the Commander or a client that supports elicitation"
 	_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake()})
-	if err == nil || !strings.Contains(err.Error(), "step ok: no one is attached to answer the question; it was declined") {
-		t.Errorf("with no one to ask: %v", err)
+	if err == nil || !strings.Contains(err.Error(), noOne) {
+		t.Errorf("with no asker: %v", err)
+	}
+	for name, ask := range map[string]Asker{
+		"a router with no one attached": func(context.Context, string) (*mcp.ElicitResult, error) { return node.NoOneDeclined(), nil },
+		"an attach group with no one":   func(context.Context, string) (*mcp.ElicitResult, error) { return nil, node.ErrNoOneToAsk },
+	} {
+		_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: ask})
+		if err == nil || !strings.Contains(err.Error(), noOne) || strings.Contains(err.Error(), "the person declined") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(context.Context, string) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}})
+	if err == nil || !strings.Contains(err.Error(), "the person declined") {
+		t.Errorf("a person who declined: %v", err)
 	}
 }
 
