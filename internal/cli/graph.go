@@ -52,7 +52,8 @@ Examples:
 			{Name: "export", Summary: "print a graph's definition as it was written", Usage: "graph export NAME", Complete: "node", Run: runGraphExport},
 			{Name: "runs", Summary: "list a graph's recent runs: state, time, each step", Usage: "graph runs NAME [-n N]", Complete: "node", Run: runGraphRuns,
 				Flags: []*Flag{{Name: "lines", Short: "n", Value: "N", Usage: "show the newest N runs (default: all kept, up to 20)"}}},
-			{Name: "show", Summary: "show one run: each step's arguments, result and time", Usage: "graph show RUN", Run: runGraphShow},
+			{Name: "show", Summary: "draw a graph's steps, or show one run: each step's state, time, arguments and result", Usage: "graph show NAME|RUN [--format text|dot|mermaid]", Run: runGraphShow,
+				Flags: []*Flag{{Name: "format", Value: "FORMAT", Values: []string{"text", "dot", "mermaid"}, Usage: "text (default): a picture in the terminal; dot (Graphviz) or mermaid for docs and reviews"}}},
 			{Name: "resume", Summary: "finish an interrupted run: only the steps that had not finished run", Usage: "graph resume RUN", Run: runGraphResume},
 		},
 	}
@@ -493,12 +494,61 @@ func findRun(ctx context.Context, env *Env, inv *Invocation) (*client.Session, s
 }
 
 func runGraphShow(ctx context.Context, env *Env, inv *Invocation) error {
-	_, _, r, err := findRun(ctx, env, inv)
+	format := inv.Flag("format")
+	switch format {
+	case "", "text", "dot", "mermaid":
+	default:
+		return usagef(inv, "--format is text, dot or mermaid, not %q", format)
+	}
+	if len(inv.Args) == 1 && !strings.Contains(inv.Args[0], ".") {
+		// A graph's name: its picture.
+		s, err := env.session(ctx)
+		if err != nil {
+			return err
+		}
+		name := inv.Args[0]
+		src, err := graphSource(ctx, s, name)
+		if err != nil {
+			return err
+		}
+		d, err := graph.Parse([]byte(src))
+		if err != nil {
+			return fmt.Errorf("graph %s: %w", name, err)
+		}
+		switch format {
+		case "dot":
+			_, err = io.WriteString(env.Stdout, graphDot(name, d))
+		case "mermaid":
+			_, err = io.WriteString(env.Stdout, graphMermaid(d))
+		default:
+			drawGraph(env.Stdout, name, d, nil)
+		}
+		return err
+	}
+	s, name, r, err := findRun(ctx, env, inv)
 	if err != nil {
 		return err
 	}
 	if env.JSON {
 		return printJSON(env, r)
+	}
+	var def *graph.Def
+	if src, err := graphSource(ctx, s, name); err == nil {
+		def, _ = graph.Parse([]byte(src))
+	}
+	if format == "dot" || format == "mermaid" {
+		if def == nil {
+			return fmt.Errorf("graph %s is gone or changed so it cannot be read; `nerve graph export %s` shows it", name, name)
+		}
+		if format == "dot" {
+			_, err = io.WriteString(env.Stdout, graphDot(name, def))
+		} else {
+			_, err = io.WriteString(env.Stdout, graphMermaid(def))
+		}
+		return err
+	}
+	if def != nil {
+		defer drawGraph(env.Stdout, name, def, runStates(r))
 	}
 	fmt.Fprintf(env.Stdout, "run %s: %s in %s (started %s)\n", r.ID, r.State,
 		roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), r.Started.Local().Format("2006-01-02 15:04:05"))

@@ -140,6 +140,9 @@ output: "${steps.first.text}${steps.second.text}"
 		t.Errorf("runs after resume:\n%s", out)
 	}
 	// Runs are counted from the records, across daemons; -n limits the list.
+	if out := must("graph", "show", runs[0].ID); !strings.Contains(out, "── first   sh.bash  [finished") || !strings.Contains(out, "── second  sh.bash  ← first  [finished") {
+		t.Errorf("graph show RUN: want the picture with each step's state:\n%s", out)
+	}
 	must("call", "@g", "dir="+work)
 	must("daemon", "stop")
 	if out := must("graph", "ls"); !regexp.MustCompile(`(?m)^g\s+READY\s+2\s+2\s`).MatchString(out) {

@@ -153,6 +153,11 @@ func TestGraphStepBuilder(t *testing.T) {
 		{argv: []string{"graph", "step", "b2", "one", "@echo", "identity", "text=a b"}, stderr: "(1 steps)"},
 		{argv: []string{"graph", "step", "b2", "two", "@echo", "identity", "text=Review: ${steps.one.text}"}, stderr: "(2 steps)"},
 		{argv: []string{"call", "@b2", "run"}, stdout: "Review: a b"},
+		// A picture of the graph (issue 17, item 11).
+		{argv: []string{"graph", "show", "b2"}, stdout: "graph b2: 2 steps\n── one  echo.identity\n   ── two  echo.identity  ← one\n"},
+		{argv: []string{"graph", "show", "b2", "--format", "mermaid"}, stdout: "flowchart LR\n  one[\"one<br/>echo.identity\"]\n  two[\"two<br/>echo.identity\"]\n  one --> two\n"},
+		{argv: []string{"graph", "show", "b2", "--format", "dot"}, stdout: "  \"one\" -> \"two\";\n"},
+		{argv: []string{"graph", "show", "b2", "--format", "png"}, code: ExitUsage, stderr: "--format is text, dot or mermaid"},
 	})
 }
 
