@@ -105,3 +105,28 @@ func TestShellQuotingRefuses(t *testing.T) {
 		}
 	}
 }
+
+// FuzzShellQuoting: whatever a caller sends, the command prints exactly
+// it, in a word of its own and inside double quotes.
+// go test -fuzz FuzzShellQuoting ./internal/nodes/graph/
+func FuzzShellQuoting(f *testing.F) {
+	for _, s := range []string{"a", "'", `"`, "$(id)", "`id`", "\\", "\n", "${HOME}", "a'b\"c`d$e\\f\ng"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if strings.IndexByte(v, 0) >= 0 {
+			return // refused, see TestShellQuotingRefuses
+		}
+		for _, tmpl := range []string{"printf %s ${inputs.v}", `printf %s "${inputs.v}"`, "printf %s '${inputs.v}'"} {
+			ts, _ := compileString(tmpl)
+			cmd, err := shellEval(ts, &scope{inputs: map[string]any{"v": v}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command("bash", "-c", cmd).Output()
+			if err != nil || string(out) != v {
+				t.Fatalf("%q with %q: bash -c %q printed %q (%v)", tmpl, v, cmd, out, err)
+			}
+		}
+	})
+}
