@@ -196,3 +196,18 @@ func TestGraphNodeInError(t *testing.T) {
 		{argv: []string{"call", "@g", "run"}, code: 3, stderr: "restart it with `nerve node restart broken`"},
 	})
 }
+
+// TestGraphAddShellWarnings: `graph add` warns where a raw reference
+// reaches a shell command, and refuses a reference where no quoting is
+// safe (issue 17, item 1).
+func TestGraphAddShellWarnings(t *testing.T) {
+	env, out, errb := embeddedEnv(t)
+	dir := t.TempDir()
+	raw := writeFile(t, filepath.Join(dir, "raw.yaml"), "inputs: {cmd: string}\nsteps:\n  s: {call: sh.bash, args: {command: \"${raw inputs.cmd}\"}}\n")
+	here := writeFile(t, filepath.Join(dir, "here.yaml"), "inputs: {x: string}\nsteps:\n  s: {call: sh.bash, args: {command: \"cat <<EOF\\n${inputs.x}\\nEOF\"}}\n")
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "bash", "sh"}},
+		{argv: []string{"graph", "add", "raw", "--from", raw}, stderr: "warning: " + raw + ":3:38: step s: ${raw inputs.cmd} reaches sh.bash's shell command unquoted: whoever calls the graph can run commands through it"},
+		{argv: []string{"graph", "add", "here", "--from", here}, code: ExitUsage, stderr: "step s: ${inputs.x} stands inside a here-document, where it cannot be quoted safely"},
+	})
+}
