@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -49,8 +50,10 @@ Examples:
 			{Name: "rm", Aliases: []string{"remove"}, Summary: "remove a graph", Usage: "graph rm NAME", Complete: "node", Run: runGraphRm},
 			{Name: "ls", Aliases: []string{"list"}, Summary: "list the session's graphs", Usage: "graph ls", Run: runGraphLs},
 			{Name: "export", Summary: "print a graph's definition as it was written", Usage: "graph export NAME", Complete: "node", Run: runGraphExport},
-			{Name: "runs", Summary: "list a graph's recent runs: state, time, each step", Usage: "graph runs NAME", Complete: "node", Run: runGraphRuns},
-			{Name: "show", Summary: "show one run: each step's arguments, result and time", Usage: "graph show RUN", Run: runGraphShow},
+			{Name: "runs", Summary: "list a graph's recent runs: state, time, each step", Usage: "graph runs NAME [-n N]", Complete: "node", Run: runGraphRuns,
+				Flags: []*Flag{{Name: "lines", Short: "n", Value: "N", Usage: "show the newest N runs (default: all kept, up to 20)"}}},
+			{Name: "show", Summary: "draw a graph's steps, or show one run: each step's state, time, arguments and result", Usage: "graph show NAME|RUN [--format text|dot|mermaid]", Run: runGraphShow,
+				Flags: []*Flag{{Name: "format", Value: "FORMAT", Values: []string{"text", "dot", "mermaid"}, Usage: "text (default): a picture in the terminal; dot (Graphviz) or mermaid for docs and reviews"}}},
 			{Name: "resume", Summary: "finish an interrupted run: only the steps that had not finished run", Usage: "graph resume RUN", Run: runGraphResume},
 		},
 	}
@@ -84,14 +87,15 @@ func readGraph(ctx context.Context, env *Env, s *client.Session, name, file stri
 	if err != nil {
 		return "", fmt.Errorf("reading the graph: %w", err)
 	}
-	return string(src), checkGraph(ctx, s, name, file, string(src))
+	return string(src), checkGraph(ctx, env, s, name, file, string(src))
 }
 
 // checkGraph checks a definition against the session: its format, its
 // calls (tools, arguments) and cycles through other graphs. Mistakes are
-// listed as FILE:LINE:COLUMN.
-func checkGraph(ctx context.Context, s *client.Session, name, file, src string) error {
-	prefix := func(err error) error {
+// listed as FILE:LINE:COLUMN; warnings (a raw reference that reaches a
+// shell) are printed on stderr.
+func checkGraph(ctx context.Context, env *Env, s *client.Session, name, file, src string) error {
+	places := func(err error) []string {
 		lines := strings.Split(err.Error(), "\n")
 		for i, l := range lines {
 			if file == "" {
@@ -105,30 +109,81 @@ func checkGraph(ctx context.Context, s *client.Session, name, file, src string) 
 				lines[i] = file + ": " + l
 			}
 		}
-		return &graphFileError{msg: fmt.Sprintf("graph %s has mistakes:\n  %s", name, strings.Join(lines, "\n  "))}
+		return lines
 	}
-	d, err := graph.Parse([]byte(src))
-	if err != nil {
-		return prefix(err)
+	prefix := func(err error) error {
+		return &graphFileError{msg: fmt.Sprintf("graph %s has mistakes:\n  %s", name, strings.Join(places(err), "\n  "))}
 	}
-	toolset, err := s.Toolset(ctx)
+	// Every mistake at once: those of the file and those of its calls.
+	d, perr := graph.ParseAll([]byte(src))
+	if d == nil {
+		return prefix(perr)
+	}
+	tools, down, err := graphCatalogue(ctx, s, name)
 	if err != nil {
 		return err
-	}
-	tools := map[string]*mcp.Tool{}
-	for _, t := range toolset {
-		if t.Node != name {
-			tools[t.Qualified] = t.Tool
-		}
 	}
 	graphs, err := sessionGraphs(ctx, s, name)
 	if err != nil {
 		return err
 	}
-	if err := graph.CheckCalls(d, name, tools, graphs); err != nil {
-		return prefix(err)
+	var all graph.Errors
+	var es graph.Errors
+	if errors.As(perr, &es) {
+		all = append(all, es...)
+	}
+	if errors.As(graph.CheckCalls(d, name, tools, graphs, down), &es) {
+		all = append(all, es...)
+	}
+	if len(all) > 0 {
+		return prefix(graph.Sorted(all))
+	}
+	warn := graph.ShellWarnings(d, tools)
+	warn = append(warn, graph.DownWarnings(d, down)...)
+	if len(warn) > 0 {
+		for _, l := range places(warn) {
+			fmt.Fprintf(env.Stderr, "warning: %s\n", l)
+		}
 	}
 	return nil
+}
+
+// graphCatalogue is what a graph is checked against: the tools of every
+// node but skip, whatever its state (a node that is starting or in ERROR
+// still lists its tools, an MCP node its catalogue), and the nodes whose
+// tools cannot be listed now, with why (their calls are not checked).
+func graphCatalogue(ctx context.Context, s *client.Session, skip string) (map[string]*mcp.Tool, map[string]string, error) {
+	toolset, err := s.Toolset(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tools := map[string]*mcp.Tool{}
+	listed := map[string]bool{}
+	for _, t := range toolset {
+		listed[t.Node] = true
+		if t.Node != skip {
+			tools[t.Qualified] = t.Tool
+		}
+	}
+	infos, err := s.Nodes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	down := map[string]string{}
+	for _, i := range infos {
+		if i.ID == skip || listed[i.ID] {
+			continue
+		}
+		ts, err := s.Tools(ctx, i.ID)
+		if err != nil {
+			down[i.ID] = node.NotReady(i.ID, i.State, i.Error).Error()
+			continue
+		}
+		for _, t := range ts {
+			tools[node.QualifiedName(i.ID, t.Name)] = t
+		}
+	}
+	return tools, down, nil
 }
 
 // sessionGraphs returns the definitions of the session's graphs but skip.
@@ -296,7 +351,9 @@ func runGraphLs(ctx context.Context, env *Env, inv *Invocation) error {
 		if runs := runsOf(i); len(runs) > 0 {
 			last = fmt.Sprintf("%s %s", runs[0].State, runs[0].Started.Local().Format("2006-01-02 15:04:05"))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.ID, i.State, strings.TrimSuffix(i.Summary, " steps"), i.Calls, i.InFlight, last)
+		// Runs are counted from the records, which outlive the daemon.
+		count, _ := i.Details["run_count"].(float64)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", i.ID, i.State, strings.TrimSuffix(i.Summary, " steps"), int(count), i.InFlight, last)
 	}
 	return tw.Flush()
 }
@@ -360,6 +417,13 @@ func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
 		return fmt.Errorf("node %q is a %s node, not a graph", name, d.Spec.Kind)
 	}
 	runs := runsOf(d.Info)
+	if v := inv.Flag("lines"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return usagef(inv, "-n takes a number of runs ≥ 1, not %q", v)
+		}
+		runs = runs[:min(n, len(runs))]
+	}
 	if env.JSON {
 		if runs == nil {
 			runs = []runSummary{}
@@ -434,18 +498,70 @@ func findRun(ctx context.Context, env *Env, inv *Invocation) (*client.Session, s
 }
 
 func runGraphShow(ctx context.Context, env *Env, inv *Invocation) error {
-	_, _, r, err := findRun(ctx, env, inv)
+	format := inv.Flag("format")
+	switch format {
+	case "", "text", "dot", "mermaid":
+	default:
+		return usagef(inv, "--format is text, dot or mermaid, not %q", format)
+	}
+	if len(inv.Args) == 1 && !strings.Contains(inv.Args[0], ".") {
+		// A graph's name: its picture.
+		s, err := env.session(ctx)
+		if err != nil {
+			return err
+		}
+		name := inv.Args[0]
+		src, err := graphSource(ctx, s, name)
+		if err != nil {
+			return err
+		}
+		d, err := graph.Parse([]byte(src))
+		if err != nil {
+			return fmt.Errorf("graph %s: %w", name, err)
+		}
+		switch format {
+		case "dot":
+			_, err = io.WriteString(env.Stdout, graphDot(name, d))
+		case "mermaid":
+			_, err = io.WriteString(env.Stdout, graphMermaid(d))
+		default:
+			drawGraph(env.Stdout, name, d, nil)
+		}
+		return err
+	}
+	s, name, r, err := findRun(ctx, env, inv)
 	if err != nil {
 		return err
 	}
 	if env.JSON {
 		return printJSON(env, r)
 	}
+	var def *graph.Def
+	if src, err := graphSource(ctx, s, name); err == nil {
+		def, _ = graph.Parse([]byte(src))
+	}
+	if format == "dot" || format == "mermaid" {
+		if def == nil {
+			return fmt.Errorf("graph %s is gone or changed so it cannot be read; `nerve graph export %s` shows it", name, name)
+		}
+		if format == "dot" {
+			_, err = io.WriteString(env.Stdout, graphDot(name, def))
+		} else {
+			_, err = io.WriteString(env.Stdout, graphMermaid(def))
+		}
+		return err
+	}
+	if def != nil {
+		defer drawGraph(env.Stdout, name, def, runStates(r))
+	}
 	fmt.Fprintf(env.Stdout, "run %s: %s in %s (started %s)\n", r.ID, r.State,
 		roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), r.Started.Local().Format("2006-01-02 15:04:05"))
 	if len(r.Inputs) > 0 {
-		b, _ := json.Marshal(r.Inputs)
-		fmt.Fprintf(env.Stdout, "inputs: %s\n", b)
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // `>` stays `>`
+		_ = enc.Encode(r.Inputs)
+		fmt.Fprintf(env.Stdout, "inputs: %s", b.String())
 	}
 	if r.Error != "" {
 		fmt.Fprintf(env.Stdout, "error: %s\n", r.Error)
@@ -484,18 +600,16 @@ func runGraphResume(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	args := map[string]any{}
-	for k, v := range r.Inputs {
-		args[k] = v
+	b, _ := json.Marshal(r.Inputs)
+	if r.Inputs == nil {
+		b = []byte("{}")
 	}
-	args["_resume"] = r.ID
-	b, _ := json.Marshal(args)
-	return callAndPrint(ctx, env, s, name, graph.ToolName, b)
+	return callAndPrint(ctx, env, s, name, graph.ToolName, b, map[string]any{graph.MetaResume: r.ID})
 }
 
 // callAndPrint calls a tool as `nerve call` does, step lines on stderr.
-func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage) error {
-	res, err := s.Call(ctx, id, tool, args, func(l api.CallLine) { showCallLine(env, id, l) })
+func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage, meta map[string]any) error {
+	res, err := s.CallMeta(ctx, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, id, l) })
 	if err != nil {
 		return err
 	}
@@ -558,7 +672,11 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	line := strings.Join(inv.Args[2:], " ")
+	// The step's words are read back exactly as `nerve call` reads its
+	// words (the REPL's `:graph step` gives the words of its line), so
+	// `message="a b"` and 'message=Review: ${steps.read.text}' hold one
+	// value each (issue 17, item 6).
+	line := callLine(inv.Args[2:])
 	nodeID := lineNode(line)
 	tools, err := s.Tools(ctx, nodeID)
 	if err != nil {
@@ -580,7 +698,7 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return usagef(inv, "%v", err)
 	}
-	if err := checkGraph(ctx, s, name, "", src); err != nil {
+	if err := checkGraph(ctx, env, s, name, "", src); err != nil {
 		return err
 	}
 	if exists {

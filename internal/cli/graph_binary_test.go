@@ -122,8 +122,11 @@ output: "${steps.first.text}${steps.second.text}"
 	if runs[0].State != "interrupted" {
 		t.Fatalf("run state %q, want interrupted", runs[0].State)
 	}
+	if runs[0].Millis <= 0 {
+		t.Errorf("the interrupted run took %v ms; want its real time up to the last step it recorded (issue 17, item 9)", runs[0].Millis)
+	}
 	got, errs, code := run("graph", "resume", runs[0].ID)
-	if code != 0 || got != "A\nB\n" {
+	if code != 0 || got != "AB\n" { // each step's text loses its trailing newline
 		t.Fatalf("resume: exit %d, stdout %q, stderr %s", code, got, errs)
 	}
 	if !strings.Contains(errs, "⤼ first skipped (finished before; resumed)") {
@@ -135,5 +138,17 @@ output: "${steps.first.text}${steps.second.text}"
 	out = must("graph", "runs", "g")
 	if !strings.Contains(out, runs[0].ID+"  finished") {
 		t.Errorf("runs after resume:\n%s", out)
+	}
+	// Runs are counted from the records, across daemons; -n limits the list.
+	if out := must("graph", "show", runs[0].ID); !strings.Contains(out, "── first   sh.bash  [finished") || !strings.Contains(out, "── second  sh.bash  ← first  [finished") {
+		t.Errorf("graph show RUN: want the picture with each step's state:\n%s", out)
+	}
+	must("call", "@g", "dir="+work)
+	must("daemon", "stop")
+	if out := must("graph", "ls"); !regexp.MustCompile(`(?m)^g\s+READY\s+2\s+2\s`).MatchString(out) {
+		t.Errorf("graph ls after two runs and a daemon restart: want RUNS 2 (the records)\n%s", out)
+	}
+	if out := must("graph", "runs", "g", "-n", "1"); strings.Count(out, "\ng.") != 1 {
+		t.Errorf("graph runs g -n 1:\n%s", out)
 	}
 }

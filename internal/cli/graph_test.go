@@ -70,9 +70,9 @@ output: "${steps.join.text}"
 		{argv: []string{"graph", "add", "pipeline", "--from", pipeline}, stderr: "graph pipeline added (8 steps)"},
 		{argv: []string{"call", "@pipeline", "?"}, stdout: "dir"},
 		{argv: []string{"call", "@pipeline", "dir=" + work, `names=["a.txt","b.txt"]`},
-			stdout: "line-a\n\nline-b\n|steady|no time|many", stderr: "@pipeline ↻ flaky attempt 2 after: the tool reported an error: flaky: try again"},
+			stdout: "line-a\nline-b|steady|no time|many", stderr: "@pipeline ↻ flaky attempt 2 after: the tool reported an error: flaky: try again"},
 		{argv: []string{"graph", "add", "outer", "--from", outer}},
-		{argv: []string{"call", "@outer", "dir=" + work}, stdout: "LINE-C\n|STEADY|NO TIME|MANY"},
+		{argv: []string{"call", "@outer", "dir=" + work}, stdout: "LINE-C|STEADY|NO TIME|MANY"},
 		{argv: []string{"graph", "add", "cyc", "--from", cyclic}, code: ExitUsage, stderr: "cyclic.yaml:2:3: the steps form a cycle: a → b → c → a"},
 		{argv: []string{"graph", "add", "ty", "--from", typo}, code: ExitUsage, stderr: "typo.yaml:2:13: step a calls echo.identiy: no such tool; did you mean echo.identity?"},
 		{argv: []string{"graph", "add", "ty", "--from", typo}, code: ExitUsage, stderr: `typo.yaml:3:38: step b: arguments of fs.read_text_file: invalid arguments: missing required argument "path"`},
@@ -149,5 +149,65 @@ func TestGraphStepBuilder(t *testing.T) {
 		{argv: []string{"graph", "step", "b1", "three", "@ecko", "identity", "text=x"}, code: ExitUsage, stderr: "ecko"},
 		{argv: []string{"graph", "export", "b1"}, stdout: "inputs:\n  word: {type: string}\nsteps:\n  one: {call: echo.identity, args: {text: '${inputs.word}'}}\n"},
 		{argv: []string{"call", "@b1", "word=again"}, stdout: "again!"},
+		// Values with spaces, as the shell (or the REPL's :graph step) hands them over (issue 17, item 6).
+		{argv: []string{"graph", "step", "b2", "one", "@echo", "identity", "text=a b"}, stderr: "(1 steps)"},
+		{argv: []string{"graph", "step", "b2", "two", "@echo", "identity", "text=Review: ${steps.one.text}"}, stderr: "(2 steps)"},
+		{argv: []string{"call", "@b2", "run"}, stdout: "Review: a b"},
+		// A picture of the graph (issue 17, item 11).
+		{argv: []string{"graph", "show", "b2"}, stdout: "graph b2: 2 steps\n── one  echo.identity\n   ── two  echo.identity  ← one\n"},
+		{argv: []string{"graph", "show", "b2", "--format", "mermaid"}, stdout: "flowchart LR\n  one[\"one<br/>echo.identity\"]\n  two[\"two<br/>echo.identity\"]\n  one --> two\n"},
+		{argv: []string{"graph", "show", "b2", "--format", "dot"}, stdout: "  \"one\" -> \"two\";\n"},
+		{argv: []string{"graph", "show", "b2", "--format", "png"}, code: ExitUsage, stderr: "--format is text, dot or mermaid"},
+	})
+}
+
+// TestGraphAddReportsEveryMistake: a file's mistakes of every kind (a
+// field, a reference, a call, a syntax error) come in one report, each at
+// FILE:LINE:COLUMN (issue 17, item 7).
+func TestGraphAddReportsEveryMistake(t *testing.T) {
+	env, out, errb := embeddedEnv(t)
+	dir := t.TempDir()
+	many := writeFile(t, filepath.Join(dir, "many.yaml"), "inputs: {file: string}\nsteps:\n  a: {call: echo.identiy, args: {text: x}}\n  b: {call: echo.identity, argz: {}}\n  c: {call: echo.identity, args: {text: \"${inputs.fiel}\"}}\n")
+	syntax := writeFile(t, filepath.Join(dir, "syntax.yaml"), "steps:\n  a: {call: echo.identity,\n     args: {text: x}\n")
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "identity", "echo"}},
+		{argv: []string{"graph", "add", "many", "--from", many}, code: ExitUsage,
+			stderr: many + ":3:13: step a calls echo.identiy: no such tool; did you mean echo.identity?\n  " +
+				many + ":4:13: step b: arguments of echo.identity: invalid arguments: missing required argument \"text\"",
+			stdout: ""},
+		{argv: []string{"graph", "add", "many", "--from", many}, code: ExitUsage,
+			stderr: many + ":4:28: unknown field \"argz\" in step b; did you mean \"args\"?\n  " +
+				many + ":5:41: ${inputs.fiel}: no input \"fiel\"; did you mean \"file\"?"},
+		{argv: []string{"graph", "add", "syntax", "--from", syntax}, code: ExitUsage, stderr: syntax + ":2:6: reading the graph: the { opened here is never closed"},
+	})
+}
+
+// TestGraphNodeInError: a graph that uses a node in ERROR can be added
+// (with a warning naming the node's state), and its step fails naming the
+// node's state and the fix, not "unknown tool" (issue 17, item 8).
+func TestGraphNodeInError(t *testing.T) {
+	bad := testutil.BuildBinary(t, "./fixtures/badmcp")
+	env, out, errb := embeddedEnv(t)
+	def := writeFile(t, filepath.Join(t.TempDir(), "g.yaml"), "steps:\n  a: {call: broken.echo, args: {text: x}}\n")
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "mcp", "broken", "--", bad, "--mode", "crash-start"}, code: 1},
+		{argv: []string{"graph", "add", "g", "--from", def}, stderr: `step a calls broken.echo, not checked: node "broken" is ERROR`},
+		{argv: []string{"call", "@g", "run"}, code: 3, stderr: "graph g failed at step a: node \"broken\" is ERROR (the server exited with code 7"},
+		{argv: []string{"call", "@g", "run"}, code: 3, stderr: "restart it with `nerve node restart broken`"},
+	})
+}
+
+// TestGraphAddShellWarnings: `graph add` warns where a raw reference
+// reaches a shell command, and refuses a reference where no quoting is
+// safe (issue 17, item 1).
+func TestGraphAddShellWarnings(t *testing.T) {
+	env, out, errb := embeddedEnv(t)
+	dir := t.TempDir()
+	raw := writeFile(t, filepath.Join(dir, "raw.yaml"), "inputs: {cmd: string}\nsteps:\n  s: {call: sh.bash, args: {command: \"${raw inputs.cmd}\"}}\n")
+	here := writeFile(t, filepath.Join(dir, "here.yaml"), "inputs: {x: string}\nsteps:\n  s: {call: sh.bash, args: {command: \"cat <<EOF\\n${inputs.x}\\nEOF\"}}\n")
+	runSteps(t, env, out, errb, []step{
+		{argv: []string{"node", "add", "bash", "sh"}},
+		{argv: []string{"graph", "add", "raw", "--from", raw}, stderr: "warning: " + raw + ":3:38: step s: ${raw inputs.cmd} reaches sh.bash's shell command unquoted: whoever calls the graph can run commands through it"},
+		{argv: []string{"graph", "add", "here", "--from", here}, code: ExitUsage, stderr: "step s: ${inputs.x} stands inside a here-document, where it cannot be quoted safely"},
 	})
 }

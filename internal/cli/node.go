@@ -47,6 +47,7 @@ func (e *Env) session(ctx context.Context) (*client.Session, error) {
 func printJSON(env *Env, v any) error {
 	enc := json.NewEncoder(env.Stdout)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // a person reads `a > b`, not `a \u003e b`
 	return enc.Encode(v)
 }
 

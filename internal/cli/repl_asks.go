@@ -139,8 +139,8 @@ func (k *asker) sync(ctx context.Context) {
 	}
 	present := map[string]bool{}
 	for _, in := range infos {
-		if in.Kind != "mcp" {
-			continue
+		if in.Kind != "mcp" && in.Kind != "graph" {
+			continue // a graph's ask steps come to the Commander too
 		}
 		present[in.ID] = true
 		k.mu.Lock()

@@ -1,6 +1,7 @@
 package commander
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -90,18 +91,17 @@ func parseAt(ln *Line, s string, cat Catalog, refs Refs) (*Line, error) {
 	if single {
 		t := tools[0]
 		raw := rawParam(t)
-		if word == t.Name && (raw == "" || explicitArgs(t, after)) {
+		// `@g run` alone is the call without arguments (a graph runs with
+		// its defaults), never the text "run" (issue 17).
+		if word == t.Name && (raw == "" || after == "" || explicitArgs(t, after)) {
 			return parseToolArgs(ln, t, after, refs, true)
 		}
-		if raw == "" {
-			// No parameter takes free text: the rest is the tool's arguments.
+		if raw == "" || readsAsArgs(rest) {
+			// No parameter takes free text, or the line reads as arguments
+			// (`@review file=README.md`, `@fan fiel=x`, `@bash {"command":
+			// "ls"}`): the rest is the tool's arguments, and a key the tool
+			// does not have is an error, never the text (issue 17).
 			return parseToolArgs(ln, t, rest, refs, false)
-		}
-		if explicitKeyValues(t, rest) {
-			// `@review file=README.md`: every word is a known key=value.
-			if kv, err := parseToolArgs(ln, t, rest, refs, false); err == nil && kv.Form == FormKeyValue {
-				return kv, nil
-			}
 		}
 		// `@bash ls -la ?`: the whole rest, '?' and all, is the text.
 		return textCall(ln, t, raw, rest, refs)
@@ -137,17 +137,21 @@ func explicitArgs(t *mcp.Tool, after string) bool {
 	return false
 }
 
-// explicitKeyValues reports whether every word of rest is KEY=VALUE with
-// a KEY the tool knows, so a single-tool node's line reads as arguments
-// (`@review file=README.md`), not text (`@bash FOO=1 env` stays text).
-func explicitKeyValues(t *mcp.Tool, rest string) bool {
-	key, ok := leadingKey(rest)
-	if !ok {
-		return false
+// readsAsArgs reports whether text reads as a call's arguments rather than
+// free text: a JSON object (`{"command": "ls"}`; `{ ls; }` is text), or
+// words that are all KEY=VALUE (`file=README.md`, `fiel=x`; `FOO=1 env`
+// is text). A line that reads as arguments is parsed as such, so a
+// mistyped key is an error, never the value of the free-text parameter.
+// To give such text as the value, quote it (`@echo "a=1"`) or name the
+// parameter (`@echo text=a=1`).
+func readsAsArgs(text string) bool {
+	text = strings.TrimSpace(text)
+	if strings.HasPrefix(text, "{") {
+		var v map[string]json.RawMessage
+		return json.Unmarshal([]byte(text), &v) == nil
 	}
-	s := toolSchema(t)
-	_, known := property(s, s, key)
-	return known
+	kv, err := splitKeyValues(text)
+	return err == nil && len(kv) > 0
 }
 
 // parseToolArgs parses the arguments of a known tool. afterName says whether
@@ -176,8 +180,9 @@ func parseToolArgs(ln *Line, t *mcp.Tool, rest string, refs Refs, afterName bool
 	raw := rawParam(t)
 	if key, ok := leadingKey(rest); ok {
 		_, known := property(s, s, key)
-		// An unknown key close to a known one is a typo, not text.
-		if known || raw == "" || DidYouMean(key, propertyNames(s)) != "" {
+		// An unknown key close to a known one is a typo, not text; so is
+		// a line of nothing but key=value words.
+		if known || raw == "" || DidYouMean(key, propertyNames(s)) != "" || readsAsArgs(rest) {
 			ln.Form = FormKeyValue
 			args, err := parseKeyValues(ln, s, rest, refs)
 			if err != nil {

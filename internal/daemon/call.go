@@ -96,6 +96,7 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 	res, err := s.Call(ctx, id, &node.CallRequest{
 		Tool:      req.Tool,
 		Arguments: req.Arguments,
+		Meta:      req.Meta,
 		Observe: func(ev node.CallEvent) {
 			cs.send(&api.CallLine{CallEvent: ev})
 		},

@@ -58,7 +58,7 @@ type Backend interface {
 	// Call calls a node's tool. observe receives progress, log messages
 	// and streamed text as they happen; cancelling ctx cancels the call
 	// (and the node's MCP server is told).
-	Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error)
+	Call(ctx context.Context, nodeID, tool string, args json.RawMessage, meta map[string]any, observe func(node.CallEvent)) (*mcp.CallToolResult, error)
 	// Watch subscribes to the session's events; every event after it
 	// returns is delivered, except that a backend may leave out a node's
 	// moves between READY and BUSY (they change nothing served).
@@ -81,6 +81,14 @@ type Backend interface {
 // ends or the attachment fails.
 type Attacher interface {
 	Attach(ctx context.Context, nodeID string, a Attachment) error
+}
+
+// CallAttacher is a backend that can attach for the time of one call:
+// AttachFor returns once a is in place (a request the node makes from
+// then on reaches a) and detach undoes it. A session-wide server attaches
+// so for each call, so a graph's ask step reaches the client that called.
+type CallAttacher interface {
+	AttachFor(ctx context.Context, nodeID string, a Attachment) (detach func(), err error)
 }
 
 // Attachment is what a node-mode server offers its node: answers to

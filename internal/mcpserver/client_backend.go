@@ -66,8 +66,8 @@ func (b *ClientBackend) Expose(ctx context.Context) (string, error) {
 	return st.Expose, nil
 }
 
-func (b *ClientBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
-	return b.s.Call(ctx, nodeID, tool, args, func(l api.CallLine) {
+func (b *ClientBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, meta map[string]any, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
+	return b.s.CallMeta(ctx, nodeID, tool, args, meta, func(l api.CallLine) {
 		if l.Kind != api.LineState && observe != nil {
 			observe(l.CallEvent)
 		}
@@ -128,6 +128,28 @@ func (b *ClientBackend) Attach(ctx context.Context, nodeID string, a Attachment)
 	if err != nil {
 		return err
 	}
+	return serveAttachment(ctx, att, nodeID, a)
+}
+
+// AttachFor implements CallAttacher: the daemon has the attachment once
+// its stream answered.
+func (b *ClientBackend) AttachFor(ctx context.Context, nodeID string, a Attachment) (func(), error) {
+	ctx, cancel := context.WithCancel(ctx)
+	att, err := b.s.Attach(ctx, nodeID)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = serveAttachment(ctx, att, nodeID, a)
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// serveAttachment passes what att asks to a until ctx ends.
+func serveAttachment(ctx context.Context, att *client.Attachment, nodeID string, a Attachment) error {
 	stop := context.AfterFunc(ctx, func() { att.Close() })
 	defer stop()
 	defer att.Close()

@@ -495,6 +495,15 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 		s.last.Store(ss)
 		if s.opts.Node != "" {
 			defer s.callStarted(ss)()
+		} else if p := ss.InitializeParams(); p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
+			// Session-wide: what the called node asks of a person during
+			// this call (a graph's ask step) goes to this client.
+			if ca, ok := s.b.(CallAttacher); ok {
+				defer s.callStarted(ss)()
+				if detach, err := ca.AttachFor(ctx, id, attachment{s}); err == nil {
+					defer detach()
+				}
+			}
 		}
 		tok := req.Params.GetProgressToken()
 		var mu sync.Mutex // observers may run on any goroutine; keep notices in order
@@ -512,6 +521,15 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 					seq++
 					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: seq, Message: ev.Text})
 				}
+			case node.EventStep:
+				// A graph's steps (and an agent's tool uses) are progress:
+				// a caller that gave a token sees the call is alive, and a
+				// client that resets its timeout on progress (the
+				// TypeScript SDK's resetTimeoutOnProgress) keeps waiting.
+				if tok != nil {
+					seq++
+					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: seq, Message: stepMessage(ev)})
+				}
 			case node.EventLog:
 				var data any = ev.Text
 				if len(ev.Data) > 0 {
@@ -521,10 +539,12 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 			}
 		}
 		var args json.RawMessage
+		var meta map[string]any
 		if req.Params != nil {
 			args = req.Params.Arguments
+			meta = req.Params.Meta
 		}
-		res, err := s.b.Call(node.WithCaller(ctx, s.caller(ss)), id, tool, args, observe)
+		res, err := s.b.Call(node.WithCaller(ctx, s.caller(ss)), id, tool, args, meta, observe)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -886,7 +906,7 @@ func (a attachment) Sample(ctx context.Context, nodeID string, req *mcp.CreateMe
 func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	ss := a.s.client(func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 	if ss == nil {
-		return &mcp.ElicitResult{Action: "decline"}, nil
+		return node.NoOneDeclined(), nil
 	}
 	ctx, gone := a.s.whileReachable(ctx, ss)
 	defer gone()
@@ -960,4 +980,26 @@ func (a attachment) ResourceUpdated(uri string) {
 	ctx, cancel := context.WithTimeout(context.Background(), startWait)
 	defer cancel()
 	_ = a.s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+}
+
+// stepMessage is a step event as one line: "step read finished (12ms)",
+// "step review failed: …", or the step's name.
+func stepMessage(ev node.CallEvent) string {
+	var d struct {
+		Step   string  `json:"step"`
+		State  string  `json:"state"`
+		Millis float64 `json:"ms"`
+		Error  string  `json:"error"`
+	}
+	if json.Unmarshal(ev.Data, &d) != nil || d.Step == "" || d.State == "" {
+		return ev.Step
+	}
+	msg := "step " + d.Step + " " + d.State
+	if d.Millis > 0 {
+		msg += fmt.Sprintf(" (%.0fms)", d.Millis)
+	}
+	if d.Error != "" {
+		msg += ": " + d.Error
+	}
+	return msg
 }

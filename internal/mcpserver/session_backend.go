@@ -64,8 +64,8 @@ func (b *SessionBackend) Expose(context.Context) (string, error) { return b.s.Se
 // SessionName returns the name of the session served.
 func (b *SessionBackend) SessionName() string { return b.s.Name() }
 
-func (b *SessionBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
-	return b.s.Call(ctx, nodeID, &node.CallRequest{Tool: tool, Arguments: args, Observe: observe})
+func (b *SessionBackend) Call(ctx context.Context, nodeID, tool string, args json.RawMessage, meta map[string]any, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
+	return b.s.Call(ctx, nodeID, &node.CallRequest{Tool: tool, Arguments: args, Meta: meta, Observe: observe})
 }
 
 // Watch leaves out a node's moves between READY and BUSY: every call makes
@@ -207,6 +207,11 @@ func (b *SessionBackend) Attach(ctx context.Context, nodeID string, a Attachment
 	return nil
 }
 
+// AttachFor implements CallAttacher.
+func (b *SessionBackend) AttachFor(_ context.Context, nodeID string, a Attachment) (func(), error) {
+	return b.AttachNow(nodeID, a), nil
+}
+
 // AttachNow is Attach that returns at once, attached; detach undoes it.
 func (b *SessionBackend) AttachNow(nodeID string, a Attachment) (detach func()) {
 	b.r.mu.Lock()
@@ -274,7 +279,7 @@ func (r *hookRouter) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitP
 	if a := r.get(nodeID); a != nil {
 		return a.Elicit(ctx, nodeID, req)
 	}
-	return &mcp.ElicitResult{Action: "decline"}, nil
+	return node.NoOneDeclined(), nil
 }
 
 var (

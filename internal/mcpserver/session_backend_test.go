@@ -25,7 +25,7 @@ func TestSessionWatchSkipsCallMoves(t *testing.T) {
 	}
 	defer w.Close()
 	for range 3 {
-		if _, err := b.Call(ctx, "echo", "identity", json.RawMessage(`{"text":"hi"}`), nil); err != nil {
+		if _, err := b.Call(ctx, "echo", "identity", json.RawMessage(`{"text":"hi"}`), nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -117,6 +117,8 @@ type Tool struct {
 type CallRequest struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Meta is passed to the node as the call's _meta (node.CallRequest.Meta).
+	Meta map[string]any `json:"_meta,omitempty"`
 }
 
 // Call stream line kinds, beyond the node.CallEvent kinds (progress, log,

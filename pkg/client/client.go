@@ -379,7 +379,13 @@ func (s *Session) ToolsetNow(ctx context.Context) ([]api.Tool, error) {
 // closes the connection, which cancels the call in the daemon (and the
 // node is told). A tool that ran and failed is a result with IsError.
 func (s *Session) Call(ctx context.Context, id, tool string, args json.RawMessage, observe func(api.CallLine)) (*mcp.CallToolResult, error) {
-	resp, err := s.c.send(ctx, http.MethodPost, s.nodePath(id)+"/call", api.CallRequest{Tool: tool, Arguments: args})
+	return s.CallMeta(ctx, id, tool, args, nil, observe)
+}
+
+// CallMeta is Call with the call's _meta (e.g. a graph's
+// "nerve.dev/resume"), which the node reads beside the arguments.
+func (s *Session) CallMeta(ctx context.Context, id, tool string, args json.RawMessage, meta map[string]any, observe func(api.CallLine)) (*mcp.CallToolResult, error) {
+	resp, err := s.c.send(ctx, http.MethodPost, s.nodePath(id)+"/call", api.CallRequest{Tool: tool, Arguments: args, Meta: meta})
 	if err != nil {
 		return nil, err
 	}

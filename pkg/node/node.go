@@ -48,6 +48,10 @@ type CallRequest struct {
 	Tool string
 	// Arguments is a JSON object; nil means {}.
 	Arguments json.RawMessage
+	// Meta is the caller's _meta of the call (MCP tools/call params):
+	// requests about the call that are not the tool's arguments, such as
+	// a graph's "nerve.dev/resume". Nil when none.
+	Meta map[string]any
 	// Observe, if set, receives the call's progress, log messages and
 	// streamed output while it runs. It must not block for long.
 	Observe func(CallEvent)

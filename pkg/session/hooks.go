@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,7 +11,7 @@ import (
 
 // ErrNoOneToAsk is returned for sampling when no person or agent is
 // attached to answer it.
-var ErrNoOneToAsk = errors.New("no one is attached to answer this request; it was declined")
+var ErrNoOneToAsk = node.ErrNoOneToAsk
 
 // hooksProxy forwards to the session's current hooks, declining when none
 // are set: a request that needs a person never hangs.
@@ -44,5 +43,5 @@ func (p *hooksProxy) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitP
 	if h := p.get(); h != nil {
 		return h.Elicit(ctx, nodeID, req)
 	}
-	return &mcp.ElicitResult{Action: "decline"}, nil
+	return node.NoOneDeclined(), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -693,9 +694,31 @@ func (s *Session) callNode(ctx context.Context, e *entry, req *node.CallRequest)
 func (s *Session) CallTool(ctx context.Context, name string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {
 	te, ok := s.Toolset(ctx).Lookup(name)
 	if !ok {
+		// A node that is not listed (ERROR, STOPPED, starting) is named
+		// with its state and the fix, not as an unknown tool (issue 17).
+		if id, tool, qualified := strings.Cut(name, "."); qualified {
+			if _, err := s.entry(id); err == nil {
+				return s.Call(ctx, id, &node.CallRequest{Tool: tool, Arguments: args, Observe: observe})
+			}
+		}
 		return nil, fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
 	}
 	return s.Call(ctx, te.Node, &node.CallRequest{Tool: te.Tool.Name, Arguments: args, Observe: observe})
+}
+
+// DescribeTool returns the tool a qualified or LLM-safe name names, or
+// why it cannot be called: a node that cannot take calls is named with
+// its state and the fix (node.NotReady). Graphs ask it before each step.
+func (s *Session) DescribeTool(ctx context.Context, name string) (*mcp.Tool, error) {
+	if te, ok := s.Toolset(ctx).Lookup(name); ok {
+		return te.Tool, nil
+	}
+	if id, tool, qualified := strings.Cut(name, "."); qualified {
+		if e, err := s.entry(id); err == nil {
+			return s.tool(ctx, e, tool)
+		}
+	}
+	return nil, fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
 }
 
 // Close stops every node in parallel and waits until they are stopped or

@@ -56,6 +56,8 @@ func newTool(o Options) *mcp.Tool {
 	return &mcp.Tool{
 		Name:  ToolName,
 		Title: "Run a bash command",
+		// Graphs quote what they place into command (docs/graphs.md).
+		Meta: mcp.Meta{node.MetaShell: "command"},
 		Description: "Run a command in a persistent bash shell and return its output (stdout and stderr " +
 			"interleaved, in order) and its exit status. The shell keeps its state between calls: the " +
 			"working directory (cd), shell and exported variables, functions and aliases persist. " +

@@ -18,8 +18,11 @@ const ToolName = "run"
 // CheckCalls checks the graph's calls against a session's tools (qualified
 // name → tool): every called tool exists, arguments without references
 // match the tool's input schema, and no chain of graphs calls back into
-// self. graphs holds the definitions of the session's other graph nodes.
-func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[string]*Def) error {
+// self. graphs holds the definitions of the session's other graph nodes;
+// down the nodes whose tools cannot be listed now, with why: calls of
+// their tools are not checked (DownWarnings names them), so a graph can be
+// edited while a node it uses is down.
+func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[string]*Def, down map[string]string) error {
 	var errs Errors
 	names := make([]string, 0, len(tools))
 	for q := range tools {
@@ -32,6 +35,9 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 		}
 		nodeID, _, _ := strings.Cut(s.Call, ".")
 		t, ok := tools[s.Call]
+		if _, isDown := down[nodeID]; !ok && isDown {
+			continue
+		}
 		if !ok && nodeID == self {
 			errs = append(errs, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls %s: a graph cannot call itself", s.ID, s.Call)})
 			continue
@@ -46,8 +52,16 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 			errs = append(errs, &Error{Pos: s.callPos, Msg: msg})
 			continue
 		}
+		argsPos := s.argsPos
+		if argsPos.Line == 0 {
+			argsPos = s.callPos // no args: the call is where they are missing
+		}
 		if err := checkArgs(s, t); err != nil {
-			errs = append(errs, &Error{Pos: s.argsPos, Msg: fmt.Sprintf("step %s: arguments of %s: %v", s.ID, s.Call, err)})
+			errs = append(errs, &Error{Pos: argsPos, Msg: fmt.Sprintf("step %s: arguments of %s: %v", s.ID, s.Call, err)})
+		} else {
+			for _, m := range checkDynamicArgs(d, s, t) {
+				errs = append(errs, &Error{Pos: argsPos, Msg: fmt.Sprintf("step %s: arguments of %s: %s", s.ID, s.Call, m)})
+			}
 		}
 		if g, ok := graphs[nodeID]; ok {
 			if c := graphCycle(self, nodeID, g, graphs, []string{self}); c != nil {
@@ -55,10 +69,26 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 			}
 		}
 	}
+	bad, _ := shellCheck(d, tools)
+	errs = append(errs, bad...)
 	if len(errs) > 0 {
+		sortErrors(errs)
 		return errs
 	}
 	return nil
+}
+
+// DownWarnings names the steps whose calls could not be checked because
+// their node is down.
+func DownWarnings(d *Def, down map[string]string) Errors {
+	var out Errors
+	for _, s := range d.Steps {
+		nodeID, _, _ := strings.Cut(s.Call, ".")
+		if why, ok := down[nodeID]; ok {
+			out = append(out, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls %s, not checked: %s", s.ID, s.Call, why)})
+		}
+	}
+	return out
 }
 
 // graphCycle follows graph g (called id) and returns the chain of graphs
@@ -118,6 +148,110 @@ func checkArgs(s *Step, t *mcp.Tool) error {
 	return nil
 }
 
+// checkDynamicArgs checks arguments that hold references as far as can be
+// known before the run: a required argument missing, a key that is not
+// the tool's but close to one of its (a misspelling, even where the tool
+// allows other keys), and an input placed whole into an argument of
+// another type (a string input into a number argument fails only at run
+// time otherwise).
+func checkDynamicArgs(d *Def, s *Step, t *mcp.Tool) []string {
+	if !s.Args.Dynamic() {
+		return nil
+	}
+	schema, _ := toMap(t.InputSchema)
+	props, _ := schema["properties"].(map[string]any)
+	args, _ := s.Args.v.(map[string]any)
+	if props == nil || args == nil {
+		return nil
+	}
+	known := make([]string, 0, len(props))
+	for k := range props {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	var out []string
+	for _, k := range sortedKeys(args) {
+		if _, ok := props[k]; !ok {
+			if c := closest(k, known); c != "" && schema["additionalProperties"] != false {
+				out = append(out, fmt.Sprintf("no argument %q; did you mean %q?", k, c))
+			}
+			continue
+		}
+		ts, ok := args[k].(*tstring)
+		if !ok || !ts.whole || ts.refs[0].Root != "inputs" || len(ts.refs[0].Path) > 0 {
+			continue
+		}
+		in := d.input(ts.refs[0].Name)
+		p, _ := props[k].(map[string]any)
+		if in == nil || p == nil {
+			continue
+		}
+		if want := schemaTypes(p["type"]); len(want) > 0 && !typeFits(in.Type, want) {
+			out = append(out, fmt.Sprintf("input %s is %s %s, but argument %q takes %s; declare the input as {type: %s}", in.Name, article(in.Type), in.Type, k, strings.Join(want, " or "), want[0]))
+		}
+	}
+	if s.Foreach == nil {
+		req, _ := schema["required"].([]any)
+		for _, r := range req {
+			name, _ := r.(string)
+			if _, ok := args[name]; !ok && name != "" {
+				out = append(out, fmt.Sprintf("missing required argument %q", name))
+			}
+		}
+	}
+	return out
+}
+
+func (d *Def) input(name string) *Input {
+	for _, in := range d.Inputs {
+		if in.Name == name {
+			return in
+		}
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func schemaTypes(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return []string{v}
+	case []any:
+		var out []string
+		for _, e := range v {
+			if s, ok := e.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+func typeFits(in string, want []string) bool {
+	for _, w := range want {
+		if w == in || w == "number" && in == "integer" {
+			return true
+		}
+	}
+	return false
+}
+
+func article(t string) string {
+	if t == "integer" || t == "object" || t == "array" {
+		return "an"
+	}
+	return "a"
+}
+
 func toMap(schema any) (map[string]any, bool) {
 	if m, ok := schema.(map[string]any); ok {
 		return m, true
@@ -147,7 +281,6 @@ func (d *Def) InputSchema() map[string]any {
 			required = append(required, in.Name)
 		}
 	}
-	props[resumeArg] = map[string]any{"type": "string", "description": "id of an interrupted run to finish instead of starting anew (nerve graph resume)"}
 	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
 	if len(required) > 0 {
 		s["required"] = required
@@ -155,5 +288,7 @@ func (d *Def) InputSchema() map[string]any {
 	return s
 }
 
-// resumeArg names an interrupted run to finish.
-const resumeArg = "_resume"
+// MetaResume is the key of a call's _meta that names an interrupted run
+// to finish instead of starting anew (nerve graph resume). It is not an
+// input: a model filling in the tool's arguments never sees it.
+const MetaResume = "nerve.dev/resume"

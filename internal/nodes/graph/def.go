@@ -120,24 +120,34 @@ func (d *Def) Step(id string) *Step { return d.byID[id] }
 // can be checked without the session: names, references, policies, cycles.
 // A mistake is an Errors value with line:column positions.
 func Parse(src []byte) (*Def, error) {
+	d, err := ParseAll(src)
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// ParseAll is Parse that also returns what it could read of a graph with
+// mistakes (nil only when the YAML itself cannot be read), so that its
+// calls can be checked too and every mistake reported at once.
+func ParseAll(src []byte) (*Def, error) {
 	if len(src) > MaxSourceSize {
 		return nil, Errors{{Msg: fmt.Sprintf("the graph is over %d bytes (1 MiB, the limit): split it into graphs that call each other", MaxSourceSize)}}
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, Errors{{Msg: "reading the graph: " + strings.TrimPrefix(err.Error(), "yaml: ")}}
+		return nil, Errors{yamlError(src, err)}
 	}
 	if len(doc.Content) == 0 {
 		return nil, Errors{{Msg: "the graph is empty: it needs at least `steps:`"}}
 	}
 	p := &parser{}
 	d := p.def(doc.Content[0])
-	if len(p.errs) == 0 {
-		p.link(d)
-	}
+	p.link(d)
 	if len(p.errs) > 0 {
-		return nil, p.errs
+		sortErrors(p.errs)
+		return d, p.errs
 	}
 	return d, nil
 }
@@ -469,7 +479,7 @@ func (p *parser) link(d *Def) {
 			p.checkRef(r, d.Output.at(r), d, inputs, stepIDs, nil, false, map[string]bool{})
 		}
 	}
-	if len(p.errs) == 0 {
+	if len(p.errs) == 0 { // a cycle through a broken reference means little
 		if c := findCycle(d); c != nil {
 			p.errorf(nil, "%s: the steps form a cycle: %s; a step cannot depend on itself through others", d.byID[c[0]].Pos, strings.Join(c, " → "))
 		}

@@ -74,7 +74,12 @@ func TestCheckCalls(t *testing.T) {
 		"required": []any{"text"}, "additionalProperties": false,
 	}}
 	run := &mcp.Tool{Name: "run", InputSchema: map[string]any{"type": "object"}}
-	tools := map[string]*mcp.Tool{"echo.identity": echo, "other.run": run}
+	// An open schema, as most MCP servers write them.
+	open := &mcp.Tool{Name: "count", InputSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}, "limit": map[string]any{"type": "integer"}},
+		"required": []any{"text"},
+	}}
+	tools := map[string]*mcp.Tool{"echo.identity": echo, "other.run": run, "open.count": open}
 	parse := func(src string) *Def {
 		d, err := Parse([]byte(src))
 		if err != nil {
@@ -89,19 +94,28 @@ func TestCheckCalls(t *testing.T) {
 		{"unknown tool", "steps:\n  a: {call: echo.identiy, args: {text: x}}\n", "2:13: step a calls echo.identiy: no such tool; did you mean echo.identity?", nil},
 		{"static args", "steps:\n  a: {call: echo.identity, args: {txt: x}}\n", "2:34: step a: arguments of echo.identity: invalid arguments: unknown argument \"txt\"", nil},
 		{"dynamic args names", "inputs: {x: string}\nsteps:\n  a: {call: echo.identity, args: {txt: \"${inputs.x}\"}}\n", `no argument "txt"; did you mean "text"?`, nil},
+		// Checked even where other arguments hold references (issue 17, item 7).
+		{"missing required with references", "inputs: {x: string}\nsteps:\n  a: {call: open.count, args: {limit: \"${inputs.x}\"}}\n", `missing required argument "text"`, nil},
+		{"misspelt key in an open schema", "inputs: {x: string}\nsteps:\n  a: {call: open.count, args: {text: \"${inputs.x}\", limt: 3}}\n", `no argument "limt"; did you mean "limit"?`, nil},
+		{"input type vs argument type", "inputs: {n: string}\nsteps:\n  a: {call: open.count, args: {text: x, limit: \"${inputs.n}\"}}\n", `input n is a string, but argument "limit" takes integer; declare the input as {type: integer}`, nil},
 		{"cycle across graphs", "steps:\n  a: {call: other.run}\n", "step a calls graph other, which calls back: me → other → me",
 			map[string]*Def{"other": parse("steps:\n  b: {call: me.run}\n")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckCalls(parse(tt.src), "me", tools, tt.graphs)
+			err := CheckCalls(parse(tt.src), "me", tools, tt.graphs, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error = %v, want %q", err, tt.want)
 			}
 		})
 	}
-	if err := CheckCalls(parse("steps:\n  a: {call: echo.identity, args: {text: x}}\n"), "me", tools, nil); err != nil {
-		t.Fatalf("a good graph: %v", err)
+	for _, good := range []string{
+		"steps:\n  a: {call: echo.identity, args: {text: x}}\n",
+		"inputs: {n: integer, s: string}\nsteps:\n  a: {call: open.count, args: {text: \"${inputs.s}\", limit: \"${inputs.n}\", other: 1}}\n",
+	} {
+		if err := CheckCalls(parse(good), "me", tools, nil, nil); err != nil {
+			t.Fatalf("a good graph: %v\n%s", err, good)
+		}
 	}
 }
 

@@ -29,6 +29,9 @@ type StepResult struct {
 	Text       string `json:"text"`
 	Structured any    `json:"structured,omitempty"`
 	IsError    bool   `json:"is_error,omitempty"`
+	// Texts is a foreach step's items' texts, one per item in order
+	// (${steps.ID.texts}); nil for other steps.
+	Texts []any `json:"texts,omitempty"`
 }
 
 // Step states, as events and records name them.
@@ -98,6 +101,10 @@ type RunOptions struct {
 	// step is on disk. Otherwise it may be synced later, by the time the
 	// run's record says it ended.
 	Commit func(rec StepRecord, sync bool) error
+	// Tool, if set, is asked about a step's tool before each call: the
+	// argument it runs as shell code ("" for none), whose references are
+	// quoted for the shell, or why it cannot be called (the step fails).
+	Tool func(ctx context.Context, name string) (shellArg string, err error)
 	// Prior holds the records of an interrupted run: steps finished there
 	// are not run again (nerve graph resume).
 	Prior map[string]*StepRecord
@@ -395,15 +402,43 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 			defer func() { <-sem }()
 			var irec StepRecord
 			results[i], errs[i] = r.attempts(ctx, s, &isc, &irec)
-			if errs[i] != nil {
+			if errs[i] != nil && s.OnError != OnErrorContinue {
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
-	out := &StepResult{}
+	out := &StepResult{Texts: make([]any, 0, len(items))}
 	texts := make([]string, 0, len(items))
 	list := make([]any, 0, len(items))
+	rec.Args, _ = json.Marshal(map[string]any{"foreach": items})
+	if s.OnError == OnErrorContinue && ctx.Err() == nil {
+		// Every item ran to its end: keep each one's result, failed or
+		// not, in item order; the step fails if any item did.
+		var failed []string
+		for i, res := range results {
+			if errs[i] != nil {
+				failed = append(failed, fmt.Sprintf("item %d (%s): %v", i, firstLine(asText(items[i])), errs[i]))
+				if res == nil {
+					res = &StepResult{Text: errs[i].Error(), IsError: true}
+				}
+			}
+			t := strings.TrimSuffix(res.Text, "\n")
+			texts = append(texts, t)
+			out.Texts = append(out.Texts, t)
+			if res.Structured != nil {
+				list = append(list, res.Structured)
+			} else {
+				list = append(list, res.Text)
+			}
+		}
+		out.Text, out.Structured = strings.Join(texts, "\n"), list
+		if len(failed) > 0 {
+			out.IsError = true
+			return out, &stepFailure{msg: fmt.Sprintf("%d of %d items failed: %s", len(failed), len(items), strings.Join(failed, "; ")), res: out}
+		}
+		return out, nil
+	}
 	for i, res := range results {
 		if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
 			return nil, fmt.Errorf("item %d (%s): %w", i, asText(items[i]), errs[i])
@@ -411,7 +446,9 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 		if res == nil {
 			continue
 		}
-		texts = append(texts, res.Text)
+		t := strings.TrimSuffix(res.Text, "\n")
+		texts = append(texts, t)
+		out.Texts = append(out.Texts, t)
 		if res.Structured != nil {
 			list = append(list, res.Structured)
 		} else {
@@ -425,7 +462,6 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 	}
 	out.Text = strings.Join(texts, "\n")
 	out.Structured = list
-	rec.Args, _ = json.Marshal(map[string]any{"foreach": items})
 	return out, nil
 }
 
@@ -433,14 +469,21 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord) (*StepResult, error) {
 	var args json.RawMessage
 	if s.Ask == nil {
-		v, err := s.Args.eval(sc)
+		shellArg := ""
+		if r.o.Tool != nil {
+			var err error
+			if shellArg, err = r.o.Tool(ctx, s.Call); err != nil {
+				return nil, err
+			}
+		}
+		v, err := s.Args.evalArgs(sc, shellArg)
 		if err != nil {
 			return nil, err
 		}
 		if v == nil {
 			v = map[string]any{}
 		}
-		if args, err = json.Marshal(v); err != nil {
+		if args, err = marshalPlain(v); err != nil {
 			return nil, fmt.Errorf("arguments: %w", err)
 		}
 		rec.Args = args
@@ -467,6 +510,17 @@ func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord)
 		}
 	}
 }
+
+// errNoOne is an ask step with no one to put its question to: never
+// "the person declined" when no person was asked.
+var errNoOne error = noOneError{}
+
+type noOneError struct{}
+
+func (noOneError) Error() string {
+	return "no one is attached to answer: run it from the Commander or a client that supports elicitation"
+}
+func (noOneError) Unwrap() error { return node.ErrNoOneToAsk }
 
 type timeoutError struct{ d time.Duration }
 
@@ -513,9 +567,12 @@ func (r *run) ask(ctx context.Context, s *Step, sc *scope) (*StepResult, error) 
 		return nil, err
 	}
 	if r.o.Ask == nil {
-		return nil, errors.New("no one is attached to answer the question; it was declined")
+		return nil, errNoOne
 	}
 	ans, err := r.o.Ask(ctx, asText(q))
+	if errors.Is(err, node.ErrNoOneToAsk) || err == nil && ans != nil && ans.Meta[node.MetaUnanswered] == true {
+		return nil, errNoOne
+	}
 	if err != nil {
 		return nil, fmt.Errorf("asking the person: %w", err)
 	}
@@ -573,4 +630,16 @@ func firstLine(s string) string {
 		s = s[:300] + " …"
 	}
 	return s
+}
+
+// marshalPlain is json.Marshal without HTML escaping: records and `nerve
+// graph show` keep `>` as `>`, not `\u003e`.
+func marshalPlain(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

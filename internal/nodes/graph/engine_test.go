@@ -267,9 +267,26 @@ func TestRunAsk(t *testing.T) {
 	if err != nil || out != "yes" || asked != "ship x?" {
 		t.Errorf("out %q err %v asked %q", out, err, asked)
 	}
+	// No one to ask is said as such, never "the person declined" (issue 17, item 4).
+	const noOne = "step ok: no one is attached to answer: run it from the Commander or a client that supports elicitation"
 	_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake()})
-	if err == nil || !strings.Contains(err.Error(), "step ok: no one is attached to answer the question; it was declined") {
-		t.Errorf("with no one to ask: %v", err)
+	if err == nil || !strings.Contains(err.Error(), noOne) {
+		t.Errorf("with no asker: %v", err)
+	}
+	for name, ask := range map[string]Asker{
+		"a router with no one attached": func(context.Context, string) (*mcp.ElicitResult, error) { return node.NoOneDeclined(), nil },
+		"an attach group with no one":   func(context.Context, string) (*mcp.ElicitResult, error) { return nil, node.ErrNoOneToAsk },
+	} {
+		_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: ask})
+		if err == nil || !strings.Contains(err.Error(), noOne) || strings.Contains(err.Error(), "the person declined") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(context.Context, string) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}})
+	if err == nil || !strings.Contains(err.Error(), "the person declined") {
+		t.Errorf("a person who declined: %v", err)
 	}
 }
 
@@ -301,5 +318,34 @@ func BenchmarkChain1000(b *testing.B) {
 		if _, err := d.Run(context.Background(), nil, RunOptions{Caller: f}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRunForeachContinueKeepsEveryItem: with on_error: continue, a failed
+// item does not cancel the others and every item's result is kept, the
+// texts offered as a list; ${steps.X.text} loses one trailing newline
+// (issue 17, item 9).
+func TestRunForeachContinueKeepsEveryItem(t *testing.T) {
+	d := mustParse(t, `
+steps:
+  each: {call: e.maybe, foreach: [a, bad, c, d], args: {text: "${item}"}, on_error: continue}
+  line: {call: e.identity, args: {text: "x\n\n"}}
+output: {texts: "${steps.each.texts}", failed: "${steps.each.is_error}", line: "[${steps.line.text}]"}
+`)
+	f := newFake()
+	f.tools["e.maybe"] = func(_ context.Context, a map[string]any) (*mcp.CallToolResult, error) {
+		if a["text"] == "bad" {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad item\n"}}}, nil
+		}
+		return text(fmt.Sprint(a["text"]) + " ok\n"), nil
+	}
+	out, err := d.Run(context.Background(), nil, RunOptions{Caller: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(out)
+	want := `{"failed":true,"line":"[x\n]","texts":["a ok","bad item","c ok","d ok"]}`
+	if string(got) != want {
+		t.Errorf("output = %s\nwant %s", got, want)
 	}
 }

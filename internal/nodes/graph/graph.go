@@ -118,8 +118,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		return nil, fmt.Errorf("graph %q: this session offers no tools to call", n.ID())
 	}
 	var prior map[string]*StepRecord
-	resumeID, _ := inputs[resumeArg].(string)
-	delete(inputs, resumeArg)
+	resumeID, _ := req.Meta[MetaResume].(string)
 	if resumeID != "" {
 		// One caller at a time resumes a run: the claim holds until the
 		// run ends.
@@ -147,6 +146,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		Emit:   emit,
 		Record: rec.step,
 		Commit: rec.commit,
+		Tool:   n.toolInfo,
 		Prior:  prior,
 		Graph:  n.ID(),
 		RunID:  rec.id,
@@ -167,6 +167,24 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		return nil, err
 	}
 	return outputResult(out), nil
+}
+
+// toolInfo is what the run needs of a step's tool: the argument it runs as
+// shell code. A tool the session does not list is not called, so that no
+// value reaches a shell unquoted because the tool appeared mid-run.
+func (n *Node) toolInfo(ctx context.Context, name string) (string, error) {
+	if d, ok := n.env.Tools.(node.ToolDescriber); ok {
+		t, err := d.DescribeTool(ctx, name)
+		if err != nil {
+			return "", err
+		}
+		return node.ShellArg(t.Meta), nil
+	}
+	te, ok := n.env.Tools.Toolset(ctx).Lookup(name)
+	if !ok {
+		return "", fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
+	}
+	return node.ShellArg(te.Tool.Meta), nil
 }
 
 // outputResult is the graph's output as a tool result: a string as text;
@@ -201,6 +219,6 @@ func (n *Node) Info() node.Info {
 	info := n.BaseInfo()
 	info.Tools = len(n.tools)
 	info.Summary = fmt.Sprintf("%d steps", len(n.def.Steps))
-	info.Details = map[string]any{"runs": n.runs.summaries()}
+	info.Details = map[string]any{"runs": n.runs.summaries(), "run_count": n.runs.count()}
 	return info
 }

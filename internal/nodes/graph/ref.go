@@ -20,14 +20,28 @@ type Ref struct {
 	// Field is what of a step's result: "text", "structured" or "is_error".
 	Field string
 	Path  []any // string keys and int indexes below the value
+	// Filter is how the value is placed into a shell command: "" quotes it
+	// where the argument is shell code, "shell" quotes it in any argument,
+	// "raw" never quotes it (docs/graphs.md, "Quoting").
+	Filter string
 }
 
-var stepFields3 = []string{"text", "structured", "is_error"}
+// Filters a reference may start with: ${raw inputs.x}, ${shell inputs.x}.
+const (
+	FilterRaw   = "raw"
+	FilterShell = "shell"
+)
+
+var stepFields3 = []string{"text", "structured", "is_error", "texts"}
 
 // parseRef parses the inside of ${...}.
 func parseRef(src string) (*Ref, error) {
 	r := &Ref{Src: src}
-	segs, err := splitPath(strings.TrimSpace(src))
+	body := strings.TrimSpace(src)
+	if f, rest, ok := strings.Cut(body, " "); ok && (f == FilterRaw || f == FilterShell) {
+		r.Filter, body = f, strings.TrimSpace(rest)
+	}
+	segs, err := splitPath(body)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +74,7 @@ func parseRef(src string) (*Ref, error) {
 			return nil, fmt.Errorf("${%s}: say which part of the result: ${steps.%s.text}, ${steps.%s.structured...} or ${steps.%s.is_error}", src, r.Name, r.Name, r.Name)
 		}
 		switch f {
-		case "text", "structured", "is_error":
+		case "text", "structured", "is_error", "texts":
 			r.Field = f
 		default:
 			hint := ""
@@ -148,6 +162,9 @@ type tstring struct {
 	lits  []string // len(refs)+1
 	refs  []*Ref
 	whole bool
+	// shell is set when a reference is marked ${shell ...}: the string is
+	// shell code wherever it is placed.
+	shell bool
 }
 
 // Refs returns the template's references.
@@ -185,6 +202,9 @@ func (t *Template) compile(v any, depth int) (any, error) {
 			return strings.ReplaceAll(v, "$${", "${"), nil
 		}
 		t.refs = append(t.refs, ts.refs...)
+		for _, r := range ts.refs {
+			ts.shell = ts.shell || r.Filter == FilterShell
+		}
 		return ts, nil
 	case map[string]any:
 		out := make(map[string]any, len(v))
@@ -283,7 +303,11 @@ func (sc *scope) resolve(r *Ref) (any, error) {
 		}
 		switch r.Field {
 		case "text":
-			return res.Text, nil
+			// One trailing newline goes, as $(…) drops it: `echo hi`
+			// gives "hi" (docs/graphs.md); the record keeps it.
+			return strings.TrimSuffix(res.Text, "\n"), nil
+		case "texts":
+			return res.Texts, nil
 		case "is_error":
 			return res.IsError, nil
 		}
@@ -340,6 +364,9 @@ func (t *Template) eval(sc *scope) (any, error) {
 func evalValue(v any, sc *scope) (any, error) {
 	switch v := v.(type) {
 	case *tstring:
+		if v.shell {
+			return shellEval(v, sc)
+		}
 		if v.whole {
 			return sc.resolve(v.refs[0])
 		}

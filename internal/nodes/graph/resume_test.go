@@ -127,12 +127,12 @@ func interrupted(t *testing.T, s *session.Session, args string) string {
 func resume(s *session.Session, id string, inputs map[string]string) (string, map[string]int, error) {
 	sub := s.Subscribe(4096)
 	defer sub.Close()
-	in := map[string]string{"_resume": id}
+	in := map[string]string{}
 	for k, v := range inputs {
 		in[k] = v
 	}
 	args, _ := json.Marshal(in)
-	res, err := s.Call(context.Background(), "g", &node.CallRequest{Tool: "run", Arguments: args})
+	res, err := s.Call(context.Background(), "g", &node.CallRequest{Tool: "run", Arguments: args, Meta: map[string]any{graph.MetaResume: id}})
 	calls := map[string]int{}
 	for {
 		select {

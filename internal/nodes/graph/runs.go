@@ -92,6 +92,14 @@ func (s *runStore) load(log *zap.Logger) {
 			// The steps the run finished are in its journal even when the
 			// record was not written since.
 			s.merge(rec, s.journal(rec.ID).read())
+			// Its time is up to the last thing it recorded, not 0.
+			last := rec.Started
+			for _, st := range rec.Steps {
+				if end := st.Started.Add(time.Duration(st.Millis * float64(time.Millisecond))); !st.Started.IsZero() && end.After(last) {
+					last = end
+				}
+			}
+			rec.Millis = float64(last.Sub(rec.Started).Microseconds()) / 1000
 			rec.State = RunInterrupted
 			rec.Error = "the daemon stopped during the run; finish it with `nerve graph resume " + rec.ID + "`"
 			s.write(rec)
@@ -231,7 +239,7 @@ func (s *runStore) write(rec *Record) {
 	if s.dir == "" {
 		return
 	}
-	b, err := json.Marshal(rec)
+	b, err := marshalPlain(rec)
 	if err != nil {
 		return
 	}
@@ -448,6 +456,16 @@ func (a *activeRun) end(out any, err error, cancelled bool) {
 			_ = os.Remove(a.j.path)
 		}
 	}
+}
+
+// count is the number of runs on record (files kept, or runs in memory).
+func (s *runStore) count() int {
+	if s.dir == "" {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.recent)
+	}
+	return len(s.files())
 }
 
 // summaries are the recent runs for the node's info, newest first, with
