@@ -431,7 +431,7 @@ func TestReviveSendsAgainOnlyWhatWasNotRun(t *testing.T) {
 						posts.Add(1)
 						return // dropped after it was read
 					}
-					conn.Write([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n{\"version\":\"v1\"}\n"))
+					conn.Write([]byte("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: 17\r\n\r\n{\"version\":\"v1\"}\n"))
 				}()
 			}
 		}()
