@@ -119,11 +119,14 @@ func (s *Session) await(ctx context.Context, e *entry, start bool) error {
 			switch {
 			case e.pending.Load():
 				// The session starts it (restore, add): wait below.
-			case catalogued(e.n) && start:
+			// The state was read once above: catalogued() would read it
+			// again, and a start in between made a waiter fail with
+			// "CREATED: not ready" (1 in ~100 runs beside a CPU hog).
+			case hasCatalogue(e.n) && start:
 				if err := s.launchStart(ctx, e); err != nil {
 					return err
 				}
-			case catalogued(e.n):
+			case hasCatalogue(e.n):
 				return nil // its catalogue answers
 			default:
 				if st == node.Created {
@@ -188,6 +191,13 @@ func (s *Session) launchStart(ctx context.Context, e *entry) error {
 		e.watch.notify() // wake waiters even if the state did not move
 	})
 	return nil
+}
+
+// hasCatalogue reports whether n knows its tools without running
+// (node.Lazy), whatever its state.
+func hasCatalogue(n node.Node) bool {
+	l, ok := n.(node.Lazy)
+	return ok && l.Catalogued()
 }
 
 // sessionClient reports whether n's start may wait on a session-wide
