@@ -95,6 +95,10 @@ func (w *stateWatch) notify() {
 
 // await applies the waiting rule to e (see above).
 func (s *Session) await(ctx context.Context, e *entry, start bool) error {
+	// The common case on every call, without the watch's lock.
+	if st := e.n.State(); (st == node.Ready || st == node.Busy) && !e.stopped.Load() {
+		return nil
+	}
 	var deadline <-chan time.Time
 	for {
 		if e.stopped.Load() {
