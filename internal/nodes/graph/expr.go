@@ -146,7 +146,7 @@ func truthy(v any) bool {
 func (e *Expr) eval(sc *scope) (bool, error) {
 	v, err := e.root.eval(sc)
 	if err != nil {
-		return false, fmt.Errorf("when %q: %w", e.src, err)
+		return false, fmt.Errorf("when %q: %w", clipText(e.src), err)
 	}
 	return truthy(v), nil
 }
@@ -176,7 +176,7 @@ func ParseExpr(src string) (*Expr, error) {
 		return nil, err
 	}
 	if p.i < len(p.toks) {
-		return nil, fmt.Errorf("unexpected %q at column %d", p.toks[p.i].text, p.toks[p.i].col)
+		return nil, fmt.Errorf("unexpected %q at column %d", clipText(p.toks[p.i].text), p.toks[p.i].col)
 	}
 	return &Expr{src: src, root: root, refs: p.refs}, nil
 }
@@ -201,7 +201,7 @@ type exprParser struct {
 func (p *exprParser) nest(t token) error {
 	p.depth++
 	if p.depth > MaxConditionDepth {
-		return fmt.Errorf("%q at column %d nests more than %d deep (the limit of '(' and '!' inside each other): simplify the condition", t.text, t.col, MaxConditionDepth)
+		return fmt.Errorf("%q at column %d nests more than %d deep (the limit of '(' and '!' inside each other): simplify the condition", clipText(t.text), t.col, MaxConditionDepth)
 	}
 	return nil
 }
@@ -262,7 +262,7 @@ func (p *exprParser) lex() error {
 			default:
 				f, err := strconv.ParseFloat(word, 64)
 				if err != nil {
-					return fmt.Errorf("%q at column %d is not a literal: use true, false, null, a number, 'a string' or ${a.reference}", word, col)
+					return fmt.Errorf("%q at column %d is not a literal: use true, false, null, a number, 'a string' or ${a.reference}", clipText(word), col)
 				}
 				v = f
 			}
@@ -363,5 +363,5 @@ func (p *exprParser) primary() (exprNode, error) {
 		p.i++
 		return x, nil
 	}
-	return nil, fmt.Errorf("unexpected %q at column %d: a value is expected", t.text, t.col)
+	return nil, fmt.Errorf("unexpected %q at column %d: a value is expected", clipText(t.text), t.col)
 }

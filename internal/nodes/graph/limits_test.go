@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // Issue 21, item 2: the `when:` parser recursed once per '(' and '!', and a
@@ -104,5 +105,29 @@ func TestOverlappingRunsArePruned(t *testing.T) {
 	}
 	if n := len(s.files()); n > maxRunFiles {
 		t.Errorf("%d run files kept after %d overlapping runs; want at most %d", n, len(runs), maxRunFiles)
+	}
+}
+
+// A parse error quotes at most a short piece of the token it names: a
+// 4,000-byte string of control bytes quoted whole made a 16 KB message (the
+// fuzz target FuzzParseExpr found it in CI).
+func TestExprErrorQuotesAShortPiece(t *testing.T) {
+	long := strings.Repeat("\x01", MaxConditionLen-20)
+	for _, src := range []string{
+		"1 '" + long + "'",
+		"true && '" + long + "' '" + long[:10] + "'",
+		"(" + "'" + long + "' ==",
+		"1 " + strings.Repeat("é", 1500),
+	} {
+		_, err := ParseExpr(src)
+		if err == nil {
+			t.Fatalf("ParseExpr(%.20q…) parsed", src)
+		}
+		if n := len(err.Error()); n > 400 {
+			t.Errorf("ParseExpr(%.20q…): a %d-byte message: %.120s", src, n, err)
+		}
+		if !utf8.ValidString(err.Error()) {
+			t.Errorf("ParseExpr(%.20q…): message is not UTF-8: %q", src, err)
+		}
 	}
 }
