@@ -39,7 +39,7 @@ func (c shellCtx) String() string {
 // shellFrame is one level of nesting: the command itself, $(...), `...`,
 // (...), $((...)) or ${...}, each with its own quoting.
 type shellFrame struct {
-	kind  byte // 0 top, '$' $(, '`' backtick, '(' subshell, 'a' $((, '{' ${
+	kind  byte // 0 top, '$' $(, '`' backtick, '(' subshell, 'a' $(( or ((, 'b' $[, '{' ${
 	quote shellCtx
 }
 
@@ -48,6 +48,15 @@ type shellFrame struct {
 type shellPlace struct {
 	ctx       shellCtx
 	backticks int
+	// after is the character the reference follows that would change what
+	// its quotes mean: a '\\' escaping the first quote, a '$' making
+	// 'v' $'v' (0 for none).
+	after byte
+	// word numbers the shell words; bracket says the word held a '['
+	// before the reference (quoted or not: x="a[${v}]" read by $((x))
+	// evaluates the subscript).
+	word    int
+	bracket bool
 }
 
 // shellContexts returns the place of each reference of ts: the quoting
@@ -57,7 +66,10 @@ func shellContexts(ts *tstring) []shellPlace {
 	stack := []shellFrame{{}}
 	comment, heredocPending, heredoc := false, false, false
 	wordStart := true
+	word, bracket := 0, false
 	for i, lit := range ts.lits {
+		escapesRef := false // lit ends in a backslash that escapes what follows
+		dollarEnds := false // lit ends in an unquoted '$' of its own
 		for j := 0; j < len(lit); j++ {
 			c := lit[j]
 			next := byte(0)
@@ -77,6 +89,9 @@ func shellContexts(ts *tstring) []shellPlace {
 				}
 				continue
 			}
+			if c == '[' {
+				bracket = true
+			}
 			switch top.quote {
 			case shSingle:
 				if c == '\'' {
@@ -85,6 +100,7 @@ func shellContexts(ts *tstring) []shellPlace {
 				continue
 			case shDollarQuote:
 				if c == '\\' {
+					escapesRef = j == len(lit)-1
 					j++
 				} else if c == '\'' {
 					top.quote = shUnquoted
@@ -93,12 +109,16 @@ func shellContexts(ts *tstring) []shellPlace {
 			case shDouble:
 				switch {
 				case c == '\\':
+					escapesRef = j == len(lit)-1
 					j++
 				case c == '"':
 					top.quote = shUnquoted
 				case c == '$' && next == '(' && j+2 < len(lit) && lit[j+2] == '(':
 					stack = append(stack, shellFrame{kind: 'a'})
 					j += 2
+				case c == '$' && next == '[':
+					stack = append(stack, shellFrame{kind: 'b'})
+					j++
 				case c == '$' && next == '(':
 					stack = append(stack, shellFrame{kind: '$'})
 					j++
@@ -112,9 +132,15 @@ func shellContexts(ts *tstring) []shellPlace {
 			}
 			// Unquoted.
 			ws := wordStart
+			if ws {
+				word++
+				bracket = c == '['
+			}
 			wordStart = false
+			dollarEnds = c == '$' && j == len(lit)-1
 			switch {
 			case c == '\\':
+				escapesRef = j == len(lit)-1
 				j++
 			case c == '\'':
 				top.quote = shSingle
@@ -126,6 +152,22 @@ func shellContexts(ts *tstring) []shellPlace {
 			case c == '$' && next == '(' && j+2 < len(lit) && lit[j+2] == '(':
 				stack = append(stack, shellFrame{kind: 'a'})
 				j += 2
+			case c == '$' && next == '[':
+				stack = append(stack, shellFrame{kind: 'b'})
+				j++
+			case c == '[' && ws && next == '[':
+				j++ // [[ ... ]]
+			case c == '[' && !ws:
+				// name[...] (and any '[' inside a word): an array subscript,
+				// evaluated as arithmetic with its text read as if in
+				// double quotes wherever it is (a[..]=v, unset a[..],
+				// x=a[..] read later by $((x)) or declare -i).
+				stack = append(stack, shellFrame{kind: 'b'})
+			case c == '(' && next == '(':
+				// (( ... )) is arithmetic, its text read as if in double
+				// quotes: '...' quotes nothing there.
+				stack = append(stack, shellFrame{kind: 'a'})
+				j++
 			case c == '$' && next == '(':
 				stack = append(stack, shellFrame{kind: '$'})
 				j++
@@ -148,7 +190,9 @@ func shellContexts(ts *tstring) []shellPlace {
 				stack = stack[:len(stack)-1]
 			case c == '}' && len(stack) > 1 && top.kind == '{':
 				stack = stack[:len(stack)-1]
-			case c == '#' && ws && top.kind != 'a' && top.kind != '{':
+			case c == ']' && len(stack) > 1 && top.kind == 'b':
+				stack = stack[:len(stack)-1]
+			case c == '#' && ws && top.kind != 'a' && top.kind != 'b' && top.kind != '{':
 				comment = true
 			case c == '<' && next == '<' && (j+2 >= len(lit) || lit[j+2] != '<'):
 				heredocPending = true
@@ -164,20 +208,35 @@ func shellContexts(ts *tstring) []shellPlace {
 		}
 		if i < len(out) {
 			top := stack[len(stack)-1]
+			if wordStart {
+				word++
+				bracket = false
+			}
+			out[i].word, out[i].bracket = word, bracket
+			arith := false
 			for _, f := range stack {
 				if f.kind == '`' {
 					out[i].backticks++
 				}
+				// Whatever a $((...)) holds is evaluated as arithmetic,
+				// quoted or inside a $(...) of its own.
+				arith = arith || f.kind == 'a' || f.kind == 'b'
+			}
+			switch {
+			case escapesRef && !heredoc && !comment:
+				out[i].after = '\\'
+			case dollarEnds && !heredoc && !comment:
+				out[i].after = '$'
 			}
 			switch {
 			case heredoc:
 				out[i].ctx = shHeredoc
 			case comment:
 				out[i].ctx = shComment
+			case arith:
+				out[i].ctx = shArith
 			case top.quote != shUnquoted:
 				out[i].ctx = top.quote
-			case top.kind == 'a':
-				out[i].ctx = shArith
 			case top.kind == '{':
 				out[i].ctx = shParam
 			default:
@@ -192,8 +251,50 @@ func shellContexts(ts *tstring) []shellPlace {
 
 var shellNumber = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
 
+// arithmeticHazard reports whether v could run a command where bash
+// evaluates it as arithmetic: `[[ 'a[$(id)]' -eq 1 ]]`, `(( 'a[$(id)]' ))`,
+// `let`, `declare -i`, `arr['$(id)']=1` all run id, quoting
+// notwithstanding, because a variable's subscript is expanded when the
+// expression is evaluated. Such a subscript needs a '[' followed by a
+// backtick or by '$' and '(', '{', '[', a letter or '_' (a parameter
+// whose value might be an expression in turn); "$5" or "[1, 2]" is fine.
+// bracketBefore says an earlier value of the command held a '[' (two
+// values glued, "a[" and "$(id)]", make one subscript).
+func arithmeticHazard(v string, bracketBefore bool) bool {
+	rest := v
+	if !bracketBefore {
+		open := strings.IndexByte(v, '[')
+		if open < 0 {
+			return false
+		}
+		rest = v[open:]
+	}
+	if strings.IndexByte(rest, '`') >= 0 {
+		return true
+	}
+	for i := 0; i+1 < len(rest); i++ {
+		if rest[i] != '$' {
+			continue
+		}
+		c := rest[i+1]
+		if c == '(' || c == '{' || c == '[' || c == '_' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
 // quoteAt quotes v for place p, or says why it cannot be placed there.
-func quoteAt(p shellPlace, v string) (string, error) {
+func quoteAt(p shellPlace, v string, bracketBefore bool) (string, error) {
+	switch p.after {
+	case '\\':
+		return "", fmt.Errorf("a reference right after a backslash cannot be quoted safely (the backslash would escape the quote): remove the backslash")
+	case '$':
+		return "", fmt.Errorf("a reference right after a '$' cannot be quoted safely ($'...' reads escapes): remove the '$' or put a space or quotes between")
+	}
+	if p.ctx != shArith && arithmeticHazard(v, bracketBefore) {
+		return "", fmt.Errorf("the value %q holds (or ends) a subscript with an expansion, which bash runs as a command wherever it evaluates arithmetic ((( )), let, [[ -eq ]], declare -i, array subscripts), quoted or not: pass it through a file or stdin instead", firstLine(v))
+	}
 	q, err := quoteFor(p.ctx, v)
 	for range p.backticks {
 		q = backtickQuoter.Replace(q)
@@ -241,6 +342,7 @@ var (
 func shellEval(ts *tstring, sc *scope) (string, error) {
 	ctxs := shellContexts(ts)
 	var b strings.Builder
+	bracket, word := false, -1 // the word so far held a '['
 	for i, r := range ts.refs {
 		b.WriteString(ts.lits[i])
 		x, err := sc.resolve(r)
@@ -249,9 +351,16 @@ func shellEval(ts *tstring, sc *scope) (string, error) {
 		}
 		v := asText(x)
 		if r.Filter != FilterRaw {
-			if v, err = quoteAt(ctxs[i], v); err != nil {
+			if ctxs[i].word != word {
+				word, bracket = ctxs[i].word, false
+			}
+			bracket = bracket || ctxs[i].bracket
+			q, err := quoteAt(ctxs[i], v, bracket)
+			if err != nil {
 				return "", fmt.Errorf("${%s} in a shell command: %w", r.Src, err)
 			}
+			bracket = bracket || strings.IndexByte(v, '[') >= 0
+			v = q
 		}
 		b.WriteString(v)
 	}

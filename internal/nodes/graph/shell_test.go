@@ -130,3 +130,97 @@ func FuzzShellQuoting(f *testing.F) {
 		}
 	})
 }
+
+// TestShellArithmeticInjection: bash evaluates some text as arithmetic —
+// `[[ x -eq y ]]`, `(( ))`, `let`, `declare -i`, array subscripts, and
+// anything inside $((...)), quoted or not — and arithmetic expands a
+// variable's subscript, so the value 'a[$(id)]' runs id there even
+// single-quoted. And a backslash right before a reference escapes its
+// opening quote. Each command here either is refused or runs without the
+// value running as code.
+func TestShellArithmeticInjection(t *testing.T) {
+	dir := t.TempDir()
+	pwned := filepath.Join(dir, "pwned")
+	payloads := []string{
+		"a[$(touch " + pwned + ")]",
+		"a[`touch " + pwned + "`]",
+		"x[${PWD}$(touch " + pwned + ")]",
+		"'; touch " + pwned + "; echo '",
+		"\"; touch " + pwned + "; echo \"",
+		"$(touch " + pwned + ")",
+	}
+	templates := []string{
+		"[[ ${inputs.v} -eq 1 ]]",
+		"[[ \"${inputs.v}\" -gt 0 ]]",
+		"(( ${inputs.v} ))",
+		"(( 1 == '${inputs.v}' ))",
+		"let x=${inputs.v}",
+		"declare -i n; n=${inputs.v}",
+		"a=(); a[${inputs.v}]=1",
+		"echo $(( '${inputs.v}' ))",
+		"echo $(( \"${inputs.v}\" + 1 ))",
+		"echo $(( $(printf %s ${inputs.v}) ))",
+		"echo $[ '${inputs.v}' ]",
+		"((n = ${inputs.v} + 1))",
+		"a=(1); unset a[${inputs.v}]",
+		"declare -a b; b[1+${inputs.v}]=2",
+		"declare -i x; x=a[${inputs.v}]",
+		"x=a[${inputs.v}]; echo $((x))",
+		"x=${inputs.w}${inputs.v}; echo $((x))",
+		"[[ ${inputs.v} == x ]] || [[ ${inputs.w}${inputs.v} -eq 1 ]]",
+		"x=\"a[${inputs.v}]\"; echo $((x))",
+		"x='a['${inputs.v}; echo $((x))",
+		"printf %s \\${inputs.v}",
+		"printf %s \"\\${inputs.v}\"",
+		"printf %s $'\\${inputs.v}'",
+	}
+	refused := 0
+	for _, tmpl := range templates {
+		for _, p := range payloads {
+			ts, err := compileString(tmpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd, err := shellEval(ts, &scope{inputs: map[string]any{"v": p, "w": "a["}})
+			if err != nil {
+				refused++
+				continue
+			}
+			_ = exec.Command("bash", "-c", cmd).Run()
+			if _, err := os.Stat(pwned); err == nil {
+				t.Fatalf("%q with %q: the value ran as code: bash -c %q", tmpl, p, cmd)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatal("nothing was refused")
+	}
+	// Values that merely look like lists or prices still pass.
+	for _, v := range []string{"[1, 2]", "costs $5 [approx]", "a[1]", "[x] $ y", "$(date) [ok]"} {
+		for _, tmpl := range []string{"printf %s ${inputs.v}", "[[ -n ${inputs.v} ]] && echo ${inputs.v}", "[ \"${inputs.v}\" = x ] || echo \"${inputs.v}\""} {
+			ts, _ := compileString(tmpl)
+			if _, err := shellEval(ts, &scope{inputs: map[string]any{"v": v}}); err != nil {
+				t.Errorf("%q in %q refused: %v", v, tmpl, err)
+			}
+		}
+	}
+	// The messages say what to do.
+	for _, tt := range []struct{ tmpl, v, want string }{
+		{"[[ ${inputs.v} -eq 1 ]]", "a[$(id)]", "evaluates arithmetic"},
+		{"printf %s \\${inputs.v}", "x", "remove the backslash"},
+		{"echo $(( '${inputs.v}' ))", "a[$(id)]", "only a number"},
+	} {
+		ts, _ := compileString(tt.tmpl)
+		_, err := shellEval(ts, &scope{inputs: map[string]any{"v": tt.v}})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q with %q: %v; want %q", tt.tmpl, tt.v, err, tt.want)
+		}
+	}
+	// A '$' right before a reference cannot be written in a template
+	// ($${ is a literal ${), but the quoting refuses it all the same.
+	ts, _ := compileString("echo ${inputs.v}")
+	ts.lits[0] = "echo $"
+	if _, err := shellEval(ts, &scope{inputs: map[string]any{"v": "x"}}); err == nil || !strings.Contains(err.Error(), "after a '$'") {
+		t.Errorf("a '$' before the reference: %v", err)
+	}
+}
