@@ -113,9 +113,18 @@ func FuzzShellQuoting(f *testing.F) {
 	for _, s := range []string{"a", "'", `"`, "$(id)", "`id`", "\\", "\n", "${HOME}", "a'b\"c`d$e\\f\ng"} {
 		f.Add(s)
 	}
+	f.Add("a[$(id)]")
+	f.Add("[`x`")
 	f.Fuzz(func(t *testing.T, v string) {
 		if strings.IndexByte(v, 0) >= 0 {
 			return // refused, see TestShellQuotingRefuses
+		}
+		if arithmeticHazard(v, false) {
+			ts, _ := compileString("printf %s ${inputs.v}")
+			if _, err := shellEval(ts, &scope{inputs: map[string]any{"v": v}}); err == nil {
+				t.Fatalf("%q: a subscript with an expansion was let through", v)
+			}
+			return // refused, see TestShellArithmeticInjection
 		}
 		for _, tmpl := range []string{"printf %s ${inputs.v}", `printf %s "${inputs.v}"`, "printf %s '${inputs.v}'"} {
 			ts, _ := compileString(tmpl)
