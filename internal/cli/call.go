@@ -334,18 +334,6 @@ func isTerminal(r io.Reader) bool {
 	return ok && readline.IsTerminal(int(f.Fd()))
 }
 
-// lineNode returns the node a Commander line starting with '@' names.
-func lineNode(line string) string {
-	if !strings.HasPrefix(line, "@") {
-		return ""
-	}
-	end := strings.IndexAny(line[1:], " \t\n.?")
-	if end < 0 {
-		return line[1:]
-	}
-	return line[1 : 1+end]
-}
-
 // showCallLine reports what happens during a call on stderr: progress and
 // log messages. Streamed text is not repeated: the result holds it.
 func showCallLine(env *Env, nodeID string, l api.CallLine) {

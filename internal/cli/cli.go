@@ -1,7 +1,8 @@
 // Package cli is nerve's command line: one command tree (Tree) run by the
-// `nerve` binary (Run) and by the REPL's `:`-commands (Exec), the REPL
-// itself, shell completion, and starting the daemon on demand. It reaches
-// sessions only through pkg/client. Only cmd/nerve imports it.
+// `nerve` binary (Run) and by the REPL's `:`-commands (Exec), shell
+// completion, and starting the daemon on demand. The REPL itself is
+// internal/repl, which RunREPL starts with the command tree and a client. It
+// reaches sessions only through pkg/client. Only cmd/nerve imports it.
 package cli
 
 import (
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/paths"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -166,7 +168,7 @@ func ExitCode(stderr io.Writer, err error) int {
 	if errors.Is(err, errToolFailed) {
 		return code // the tool's own output already said it
 	}
-	msg := cliSyntax(err.Error())
+	msg := commander.ShellSyntax(err.Error())
 	if !strings.HasPrefix(msg, "nerve") {
 		msg = "nerve: " + msg
 	}

@@ -626,40 +626,6 @@ func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool str
 	return nil
 }
 
-// graphStepLine is one line for a graph's step event: "✓ read 12ms".
-func graphStepLine(data []byte) string {
-	var ev graph.StepEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		return string(data)
-	}
-	took := ""
-	if ev.Millis > 0 {
-		took = " " + roundDuration(time.Duration(ev.Millis*float64(time.Millisecond)))
-	}
-	switch ev.State {
-	case graph.StateStarted:
-		return "▸ " + ev.Step + " started"
-	case graph.StateFinished:
-		return "✓ " + ev.Step + took
-	case graph.StateRetried:
-		return fmt.Sprintf("↻ %s attempt %d after: %s", ev.Step, ev.Attempt, firstLine(ev.Error))
-	case graph.StateSkipped:
-		line := "⤼ " + ev.Step + " skipped"
-		switch ev.Reason {
-		case "when":
-			line += " (when was false)"
-		case "resumed":
-			line += " (finished before; resumed)"
-		case "on_error":
-			line += " (failed; default used: " + firstLine(ev.Error) + ")"
-		}
-		return line
-	case graph.StateFailed:
-		return "✗ " + ev.Step + took + ": " + firstLine(ev.Error)
-	}
-	return ev.Step + " " + ev.State
-}
-
 func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) < 4 || !strings.HasPrefix(inv.Args[2], "@") {
 		return usagef(inv, "`nerve graph step` needs GRAPH STEP @NODE TOOL [ARGS...], e.g. `nerve graph step review read @fs read_text_file 'path=${inputs.file}'`")

@@ -86,60 +86,100 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 	} else if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		return noDefaultConfig(env, inv)
 	}
-	abs, err := filepath.Abs(file)
+	im, err := readImport(env, file)
+	if err != nil || im == nil {
+		return err
+	}
+	if inv.Bool("dry-run") {
+		return im.dryRun()
+	}
+	s, err := env.session(ctx)
 	if err != nil {
 		return err
+	}
+	if err := im.add(ctx, s); err != nil {
+		return err
+	}
+	if inv.Bool("sync") {
+		im.sync(ctx, s)
+	}
+	return im.report()
+}
+
+// mcpImport is one `nerve mcp import` of a file: its servers and what
+// became of each.
+type mcpImport struct {
+	env   *Env
+	file  string // as the person named it
+	bad   int    // servers of the file written wrong, not imported
+	items []importItem
+}
+
+// readImport reads file and plans the import of its usable servers,
+// reporting the file's warnings and the servers written wrong. It returns
+// nil, and no error, when there is nothing to import.
+func readImport(env *Env, file string) (*mcpImport, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, err
 	}
 	cfg, err := mcpconf.Load(abs)
 	// Servers written wrong are reported and the others imported: one bad
 	// server does not stop the rest. A file that is not usable at all is.
 	var bad *mcpconf.ServerErrors
 	if err != nil && !errors.As(err, &bad) {
-		return &UsageError{Msg: fmt.Sprintf("%v\nnothing was imported: fix the file and run `nerve mcp import %s` again", err, file)}
+		return nil, &UsageError{Msg: fmt.Sprintf("%v\nnothing was imported: fix the file and run `nerve mcp import %s` again", err, file)}
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(env.Stderr, "nerve: warning: %s\n", w)
 	}
-	badCount := 0
+	im := &mcpImport{env: env, file: file}
 	if bad != nil {
-		badCount = len(bad.Errs)
+		im.bad = len(bad.Errs)
 		for _, e := range bad.Errs {
 			fmt.Fprintf(env.Stderr, "nerve: not imported: %v\n", e)
 		}
 	}
 	if len(cfg.Servers) == 0 {
 		fmt.Fprintf(env.Stderr, "%s has no usable servers: nothing to import\n", file)
-		if badCount > 0 {
-			return &UsageError{Msg: fmt.Sprintf("no server of %s could be read: fix them and run `nerve mcp import %s` again", file, file)}
+		if im.bad > 0 {
+			return nil, &UsageError{Msg: fmt.Sprintf("no server of %s could be read: fix them and run `nerve mcp import %s` again", file, file)}
 		}
-		return nil
+		return nil, nil
 	}
-	items := planImport(cfg, filepath.Dir(abs))
-	if inv.Bool("dry-run") {
-		markNerveItself(items, "")
-		for i := range items {
-			if items[i].Status == "" {
-				items[i].Status = "would add"
-			}
-			warnUnset(env, &items[i], file)
-			noteShellOnly(env, &items[i])
+	im.items = planImport(cfg, filepath.Dir(abs))
+	return im, nil
+}
+
+// dryRun shows what the import would add, and warns of what would go
+// wrong, without adding anything.
+func (im *mcpImport) dryRun() error {
+	env, items := im.env, im.items
+	markNerveItself(items, "")
+	for i := range items {
+		if items[i].Status == "" {
+			items[i].Status = "would add"
 		}
-		if env.JSON {
-			if err := printJSON(env, items); err != nil {
-				return err
-			}
-		} else if err := writeImportPlan(env, items); err != nil {
+		warnUnset(env, &items[i], im.file)
+		noteShellOnly(env, &items[i])
+	}
+	if env.JSON {
+		if err := printJSON(env, items); err != nil {
 			return err
 		}
-		if badCount > 0 {
-			return fmt.Errorf("%d of %d servers of %s would not be imported (see above): fix them before you import", badCount, len(items)+badCount, file)
-		}
-		return nil
-	}
-	s, err := env.session(ctx)
-	if err != nil {
+	} else if err := writeImportPlan(env, items); err != nil {
 		return err
 	}
+	if im.bad > 0 {
+		return fmt.Errorf("%d of %d servers of %s would not be imported (see above): fix them before you import", im.bad, len(items)+im.bad, im.file)
+	}
+	return nil
+}
+
+// add adds the servers to session s, importParallel at a time, except
+// nerve itself; a node with the same spec already there is skipped.
+func (im *mcpImport) add(ctx context.Context, s *client.Session) error {
+	items := im.items
 	own := ""
 	if ep, err := s.MCPEndpoint(ctx); err == nil {
 		own = ep.URL
@@ -170,58 +210,73 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 	wg.Wait()
 	for i := range items {
 		if items[i].Status == "added" {
-			noteShellOnly(env, &items[i])
+			noteShellOnly(im.env, &items[i])
 		}
 	}
-	if inv.Bool("sync") {
-		for i := range items {
-			if items[i].Status != "added" && items[i].Status != "skipped" {
-				continue
-			}
-			if info, err := s.Sync(ctx, items[i].Node); err != nil {
-				fmt.Fprintf(env.Stderr, "nerve: syncing %s: %v\n", items[i].Node, err)
-			} else {
-				items[i].Info = &info
-			}
+	return nil
+}
+
+// sync refreshes the tool catalogue of each node added or already there.
+func (im *mcpImport) sync(ctx context.Context, s *client.Session) {
+	for i := range im.items {
+		it := &im.items[i]
+		if it.Status != "added" && it.Status != "skipped" {
+			continue
+		}
+		if info, err := s.Sync(ctx, it.Node); err != nil {
+			fmt.Fprintf(im.env.Stderr, "nerve: syncing %s: %v\n", it.Node, err)
+		} else {
+			it.Info = &info
 		}
 	}
+}
+
+// report prints what became of each server and fails if any did.
+func (im *mcpImport) report() error {
+	env := im.env
 	failed := 0
-	for _, it := range items {
+	for _, it := range im.items {
 		if it.Status == "failed" {
 			failed++
 		}
 	}
 	if env.JSON {
-		if err := printJSON(env, items); err != nil {
+		if err := printJSON(env, im.items); err != nil {
 			return err
 		}
 	} else {
-		for _, it := range items {
-			name := it.Node
-			if it.Server != it.Node {
-				name = fmt.Sprintf("%s (server %q)", it.Node, it.Server)
-			}
-			switch it.Status {
-			case "added":
-				if it.spec.Stopped {
-					fmt.Fprintf(env.Stdout, "added %s: %s, as the file disables it (`nerve node start %s` starts it)\n", name, it.Info.State, it.Node)
-					continue
-				}
-				fmt.Fprintf(env.Stdout, "added %s: %s with %d tool%s\n", name, it.Info.State, it.Info.Tools, plural(it.Info.Tools))
-			case "skipped":
-				fmt.Fprintf(env.Stdout, "skipped %s: already in the session with the same spec\n", name)
-			case statusNerve:
-				fmt.Fprintf(env.Stderr, "nerve: skipped %s: %s\n", name, it.Error)
-			default:
-				fmt.Fprintf(env.Stderr, "nerve: %s failed: %s\n", name, it.Error)
-			}
+		for _, it := range im.items {
+			printImported(env, &it)
 		}
 	}
-	if failed += badCount; failed > 0 {
+	if failed += im.bad; failed > 0 {
 		// Not wrapped: the failures were nodes' (exit 1), whatever their cause.
-		return fmt.Errorf("%d of %d servers of %s failed (see above); fix them and run `nerve mcp import %s` again: the others are skipped", failed, len(items)+badCount, file, file)
+		return fmt.Errorf("%d of %d servers of %s failed (see above); fix them and run `nerve mcp import %s` again: the others are skipped", failed, len(im.items)+im.bad, im.file, im.file)
 	}
 	return nil
+}
+
+// printImported says what became of one server: on stdout if it is in the
+// session, on stderr if not.
+func printImported(env *Env, it *importItem) {
+	name := it.Node
+	if it.Server != it.Node {
+		name = fmt.Sprintf("%s (server %q)", it.Node, it.Server)
+	}
+	switch it.Status {
+	case "added":
+		if it.spec.Stopped {
+			fmt.Fprintf(env.Stdout, "added %s: %s, as the file disables it (`nerve node start %s` starts it)\n", name, it.Info.State, it.Node)
+			return
+		}
+		fmt.Fprintf(env.Stdout, "added %s: %s with %d tool%s\n", name, it.Info.State, it.Info.Tools, plural(it.Info.Tools))
+	case "skipped":
+		fmt.Fprintf(env.Stdout, "skipped %s: already in the session with the same spec\n", name)
+	case statusNerve:
+		fmt.Fprintf(env.Stderr, "nerve: skipped %s: %s\n", name, it.Error)
+	default:
+		fmt.Fprintf(env.Stderr, "nerve: %s failed: %s\n", name, it.Error)
+	}
 }
 
 // statusNerve is the status of a server that is nerve's own MCP server.

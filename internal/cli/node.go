@@ -124,14 +124,6 @@ func stateCell(text, state string, color bool) string {
 	return seq + text + "\x1b[0m"
 }
 
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 100 {
-		s = s[:100] + "…"
-	}
-	return s
-}
-
 // oneNodeSession is the start of every command on one node: its one NAME
 // argument and the session it is in.
 func oneNodeSession(ctx context.Context, env *Env, inv *Invocation) (string, *client.Session, error) {

@@ -102,18 +102,14 @@ const (
 // opt.MaxBytes is cut at a line end, with a closing line saying how much
 // more there is and where the full text is.
 func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
-	r := &Rendered{}
 	if res == nil {
 		res = &mcp.CallToolResult{}
 	}
-	r.IsError = res.IsError
-	var parts []part
-	var values []string
-
-	var structured []byte // compact
+	rp := resultParts{r: &Rendered{IsError: res.IsError}, structuredContent: res.StructuredContent}
 	if res.StructuredContent != nil {
 		bp := encodeBuffers.Get().(*[]byte)
-		structured = marshalNoEscape((*bp)[:0], res.StructuredContent)
+		structured := marshalNoEscape((*bp)[:0], res.StructuredContent)
+		rp.structured = structured
 		defer func() {
 			if cap(structured) <= 16<<20 {
 				*bp = structured[:0]
@@ -121,68 +117,107 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 			}
 		}()
 	}
-	pretty := func() string {
-		if raw, ok := res.StructuredContent.(json.RawMessage); ok {
-			return prettyJSON(raw)
-		}
-		// Indentation roughly doubles nested JSON; a good first guess
-		// saves the copies of growing the buffer.
-		return string(append(indentJSON(make([]byte, 0, len(structured)*5/2+64), structured), '\n'))
-	}
-	structuredShown := false
-	hasText := false
+	var values []string // kept here, not in rp: a short one stays on the stack
 	for _, c := range res.Content {
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			hasText = true
-			values = append(values, c.Text)
-			if structured != nil && !structuredShown && sameJSON(c.Text, structured) {
-				// The SDK mirrors structured output as JSON text: show it
-				// once, indented.
-				parts = append(parts, part{pretty(), partJSON})
-				structuredShown = true
-				continue
-			}
-			parts = append(parts, part{withNewline(c.Text), partText})
-		case *mcp.ImageContent:
-			parts = append(parts, r.attach("image", c.MIMEType, "", c.Data))
-		case *mcp.AudioContent:
-			parts = append(parts, r.attach("audio", c.MIMEType, "", c.Data))
-		case *mcp.ResourceLink:
-			parts = append(parts, part{linkLine(c), partLink})
-		case *mcp.EmbeddedResource:
-			rc := c.Resource
-			if rc == nil {
-				continue
-			}
-			if rc.Blob != nil {
-				parts = append(parts, r.attach("resource", rc.MIMEType, rc.URI, rc.Blob))
-				continue
-			}
-			parts = append(parts, part{fmt.Sprintf("[resource %s%s]\n", rc.URI, paren(rc.MIMEType)), partMeta})
-			parts = append(parts, part{withNewline(rc.Text), partText})
-			values = append(values, rc.Text)
-		default:
-			b := marshalNoEscape(nil, c)
-			parts = append(parts, part{prettyJSON(b), partJSON})
+		if v, ok := rp.add(c); ok {
+			values = append(values, v)
 		}
 	}
-	if structured != nil && !structuredShown && !(hasText && opt.HideStructuredBesideText) {
-		parts = append(parts, part{pretty(), partJSON})
+	rp.end(values, opt.HideStructuredBesideText)
+	r := rp.r
+	r.Text = paintParts(r.cut(rp.parts, opt.MaxBytes), opt.Style, r.IsError)
+	return r
+}
+
+// resultParts gathers the parts of a result, in order.
+type resultParts struct {
+	r                 *Rendered
+	structuredContent any
+	structured        []byte // structuredContent as compact JSON
+	parts             []part
+	structuredShown   bool
+	hasText           bool
+}
+
+// pretty is the structured content as indented JSON.
+func (rp *resultParts) pretty() string {
+	if raw, ok := rp.structuredContent.(json.RawMessage); ok {
+		return prettyJSON(raw)
 	}
-	if len(values) == 0 && structured != nil {
-		values = append(values, string(structured))
+	// Indentation roughly doubles nested JSON; a good first guess
+	// saves the copies of growing the buffer.
+	return string(append(indentJSON(make([]byte, 0, len(rp.structured)*5/2+64), rp.structured), '\n'))
+}
+
+// add takes one content block; it returns the block's text for the
+// result's Value, if it has some.
+func (rp *resultParts) add(c mcp.Content) (value string, ok bool) {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		rp.hasText = true
+		if rp.structured != nil && !rp.structuredShown && sameJSON(c.Text, rp.structured) {
+			// The SDK mirrors structured output as JSON text: show it
+			// once, indented.
+			rp.parts = append(rp.parts, part{rp.pretty(), partJSON})
+			rp.structuredShown = true
+			return c.Text, true
+		}
+		rp.parts = append(rp.parts, part{withNewline(c.Text), partText})
+		return c.Text, true
+	case *mcp.ImageContent:
+		rp.parts = append(rp.parts, rp.r.attach("image", c.MIMEType, "", c.Data))
+	case *mcp.AudioContent:
+		rp.parts = append(rp.parts, rp.r.attach("audio", c.MIMEType, "", c.Data))
+	case *mcp.ResourceLink:
+		rp.parts = append(rp.parts, part{linkLine(c), partLink})
+	case *mcp.EmbeddedResource:
+		return rp.addResource(c.Resource)
+	default:
+		b := marshalNoEscape(nil, c)
+		rp.parts = append(rp.parts, part{prettyJSON(b), partJSON})
+	}
+	return "", false
+}
+
+// addResource takes an embedded resource: text shown, a blob attached.
+func (rp *resultParts) addResource(rc *mcp.ResourceContents) (value string, ok bool) {
+	if rc == nil {
+		return "", false
+	}
+	if rc.Blob != nil {
+		rp.parts = append(rp.parts, rp.r.attach("resource", rc.MIMEType, rc.URI, rc.Blob))
+		return "", false
+	}
+	rp.parts = append(rp.parts, part{fmt.Sprintf("[resource %s%s]\n", rc.URI, paren(rc.MIMEType)), partMeta})
+	rp.parts = append(rp.parts, part{withNewline(rc.Text), partText})
+	return rc.Text, true
+}
+
+// end adds what follows the content: the structured content if no text
+// mirrored it (and text does not stand for it), "(no output)", the error
+// mark; and sets the Value from the blocks' values.
+func (rp *resultParts) end(values []string, hideStructuredBesideText bool) {
+	if rp.structured != nil && !rp.structuredShown && !(rp.hasText && hideStructuredBesideText) {
+		rp.parts = append(rp.parts, part{rp.pretty(), partJSON})
+	}
+	if len(values) == 0 && rp.structured != nil {
+		values = append(values, string(rp.structured))
 	}
 	// Like a shell's $(…), a reference drops the trailing newlines.
-	r.Value = strings.TrimRight(strings.Join(values, "\n"), "\n")
-	if len(parts) == 0 {
-		parts = append(parts, part{"(no output)\n", partMeta})
+	rp.r.Value = strings.TrimRight(strings.Join(values, "\n"), "\n")
+	if len(rp.parts) == 0 {
+		rp.parts = append(rp.parts, part{"(no output)\n", partMeta})
 	}
-	if r.IsError {
-		parts = append([]part{{"error: ", partMeta}}, parts...)
+	if rp.r.IsError {
+		rp.parts = append([]part{{"error: ", partMeta}}, rp.parts...)
 	}
+}
 
-	limit := opt.MaxBytes
+// cut returns the parts that fit in maxBytes (0: DefaultMaxBytes,
+// negative: no limit), cut at a line end and followed by a line saying
+// what is not shown; the whole text goes to r.Full.
+func (r *Rendered) cut(parts []part, maxBytes int) []part {
+	limit := maxBytes
 	if limit == 0 {
 		limit = DefaultMaxBytes
 	}
@@ -190,67 +225,67 @@ func RenderResult(res *mcp.CallToolResult, opt RenderOptions) *Rendered {
 	for _, p := range parts {
 		total += len(p.text)
 	}
-	var kept []part
-	if limit > 0 && total > limit {
-		if len(parts) == 1 {
-			r.Full = parts[0].text // no copy of a large single part
-		} else {
-			var full strings.Builder
-			full.Grow(total)
-			for _, p := range parts {
-				full.WriteString(p.text)
-			}
-			r.Full = full.String()
-		}
-		r.Truncated = true
-		r.FullPlaceholder = "⟪full output⟫"
-		cut := cutPoint(r.Full, limit)
-		kept = keepPrefix(parts, cut)
-		rest := r.Full[cut:]
-		lines := strings.Count(rest, "\n")
-		if !strings.HasSuffix(rest, "\n") {
-			lines++
-		}
-		unit := "lines"
-		if lines == 1 {
-			unit = "line"
-		}
-		kept = append(kept, part{fmt.Sprintf("… %s more (%s %s) not shown; full output: %s\n",
-			sizeString(len(rest)), commas(lines), unit, r.FullPlaceholder), partMeta})
-	} else {
-		kept = parts
+	if limit <= 0 || total <= limit {
+		return parts
 	}
+	if len(parts) == 1 {
+		r.Full = parts[0].text // no copy of a large single part
+	} else {
+		var full strings.Builder
+		full.Grow(total)
+		for _, p := range parts {
+			full.WriteString(p.text)
+		}
+		r.Full = full.String()
+	}
+	r.Truncated = true
+	r.FullPlaceholder = "⟪full output⟫"
+	cut := cutPoint(r.Full, limit)
+	kept := keepPrefix(parts, cut)
+	rest := r.Full[cut:]
+	lines := strings.Count(rest, "\n")
+	if !strings.HasSuffix(rest, "\n") {
+		lines++
+	}
+	unit := "lines"
+	if lines == 1 {
+		unit = "line"
+	}
+	return append(kept, part{fmt.Sprintf("… %s more (%s %s) not shown; full output: %s\n",
+		sizeString(len(rest)), commas(lines), unit, r.FullPlaceholder), partMeta})
+}
 
-	st := opt.Style
+// paintParts joins parts, coloured by st: JSON by token, meta lines dim,
+// links as links, an error's text red.
+func paintParts(parts []part, st *Style, isError bool) string {
 	var b strings.Builder
 	size := 0
-	for _, p := range kept {
+	for _, p := range parts {
 		size += len(p.text)
 	}
 	if st.on() {
 		size += size / 2 // colour codes around most JSON tokens
 	}
 	b.Grow(size + 64)
-	for _, p := range kept {
+	for _, p := range parts {
 		switch {
 		case !st.on():
 			b.WriteString(p.text)
 		case p.kind == partJSON:
 			colorJSON(&b, p.text, st)
-		case p.kind == partMeta && r.IsError && p.text == "error: ":
+		case p.kind == partMeta && isError && p.text == "error: ":
 			b.WriteString(st.paint(boldRed, p.text))
 		case p.kind == partMeta:
 			b.WriteString(paintLines(st, dim, p.text))
 		case p.kind == partLink:
 			b.WriteString(paintLines(st, link, p.text))
-		case r.IsError:
+		case isError:
 			b.WriteString(paintLines(st, red, p.text))
 		default:
 			b.WriteString(p.text)
 		}
 	}
-	r.Text = b.String()
-	return r
+	return b.String()
 }
 
 // attach records binary content and returns its placeholder line.

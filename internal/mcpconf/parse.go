@@ -270,6 +270,8 @@ type field struct {
 	off   int
 }
 
+// readServer reads one server object into p.cfg.Servers, or returns the
+// first thing wrong with it.
 func (p *parser) readServer(name string, nameOff int, v value, inList bool) error {
 	f := p.f
 	if name == "" {
@@ -287,206 +289,292 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 	if err != nil {
 		return f.errorf(v.off, "%v", err)
 	}
-
-	s := Server{Name: name}
-	var (
-		typ       string
-		typAt     int
-		typKey    string   // "type", or pflow's "transport"
-		pass      []string // env_passthrough
-		cmd, args []string
-		disabled  bool
-		fields    []field            // strings that may hold ${VAR}
-		present   = map[string]int{} // key → offset, for "ignored" warnings
-	)
-	// str, strList and strMap decode a member or say what was expected.
-	bad := func(m member, want string, got value) error {
-		return f.errorf(got.off, "server %q: %q must be %s, got %s", name, m.key, want, got.describe())
-	}
-	str := func(m member, expandable bool) (string, error) {
-		var out string
-		if m.val.kind() != "string" {
-			return "", bad(m, "a string", m.val)
-		}
-		_ = json.Unmarshal(m.val.raw, &out)
-		if expandable {
-			fields = append(fields, field{label: m.key, s: out, off: m.val.off})
-		}
-		return out, nil
-	}
-	strList := func(m member, label string) ([]string, error) {
-		if m.val.kind() != "array" {
-			return nil, bad(m, "a list of strings", m.val)
-		}
-		items, err := elements(m.val)
-		if err != nil {
-			return nil, f.errorf(m.val.off, "%v", err)
-		}
-		out := make([]string, len(items))
-		for i, it := range items {
-			if it.kind() != "string" {
-				return nil, f.errorf(it.off, "server %q: %q must be a list of strings, got %s at index %d", name, m.key, it.describe(), i)
-			}
-			_ = json.Unmarshal(it.raw, &out[i])
-			fields = append(fields, field{label: fmt.Sprintf("%s[%d]", label, i), s: out[i], off: it.off})
-		}
-		return out, nil
-	}
-	strMap := func(m member) (map[string]string, error) {
-		if m.val.kind() != "object" {
-			return nil, bad(m, "an object of strings", m.val)
-		}
-		kvs, err := members(m.val)
-		if err != nil {
-			return nil, f.errorf(m.val.off, "%v", err)
-		}
-		out := make(map[string]string, len(kvs))
-		for _, kv := range kvs {
-			if kv.val.kind() != "string" {
-				hint := ""
-				if k := kv.val.kind(); k == "number" || k == "boolean" {
-					hint = fmt.Sprintf(" (write \"%s\": \"%s\")", kv.key, kv.val.raw)
-				}
-				return nil, f.errorf(kv.val.off, "server %q: %q value of %q must be a string, got %s%s", name, m.key, kv.key, kv.val.describe(), hint)
-			}
-			var sv string
-			_ = json.Unmarshal(kv.val.raw, &sv)
-			out[kv.key] = sv
-			fields = append(fields, field{label: fmt.Sprintf("%s.%s", m.key, kv.key), s: sv, off: kv.val.off})
-		}
-		return out, nil
-	}
-	boolean := func(m member) (bool, error) {
-		var b bool
-		if m.val.kind() != "boolean" {
-			return false, bad(m, "true or false", m.val)
-		}
-		_ = json.Unmarshal(m.val.raw, &b)
-		return b, nil
-	}
-
+	r := &serverReader{p: p, f: f, name: name, nameOff: nameOff, inList: inList,
+		s: Server{Name: name}, present: map[string]int{}}
 	for _, m := range ms {
 		if m.val.isNull() { // null means "not set" in every format
 			continue
 		}
-		present[m.key] = m.keyOff
-		var err error
-		switch m.key {
-		case "name":
-			var n string
-			if n, err = str(m, false); err == nil && !inList && n != name {
-				p.warn(m.keyOff, "server %q: \"name\" %q ignored: the server's name is its key", name, n)
-			}
-		case "type", "transport": // "transport": pflow's name for it
-			var t string
-			t, err = str(m, false)
-			if err == nil && typKey != "" && !strings.EqualFold(t, typ) {
-				err = f.errorf(m.val.off, "server %q: %q %q disagrees with %q %q: keep one of them", name, m.key, t, typKey, typ)
-			}
-			typ, typAt, typKey = t, m.val.off, m.key
-		case "env_passthrough", "envPassthrough":
-			// Variables the server gets from the environment nerve
-			// starts it in, by name: the same as "env": {"X": "${X:-}"}.
-			pass, err = strList(m, m.key)
-		case "command":
-			if m.val.kind() == "string" {
-				var c string
-				c, err = str(m, true)
-				cmd = []string{c}
-			} else if m.val.kind() == "array" {
-				cmd, err = strList(m, "command")
-			} else {
-				err = bad(m, "a string or a list of strings", m.val)
-			}
-			if err == nil && (len(cmd) == 0 || cmd[0] == "") {
-				err = f.errorf(m.val.off, "server %q: \"command\" is empty: name the program to run, e.g. \"npx\"", name)
-			}
-		case "args":
-			args, err = strList(m, "args")
-		case "env":
-			s.Env, err = strMap(m)
-		case "headers":
-			s.Headers, err = strMap(m)
-		case "cwd":
-			s.Cwd, err = str(m, true)
-		case "url":
-			s.URL, err = str(m, true)
-		case "inheritEnv":
-			s.InheritEnv, err = boolean(m)
-		case "disabled":
-			disabled, err = boolean(m)
-		case "enabled":
-			var on bool
-			on, err = boolean(m)
-			disabled = disabled || !on
-		case "timeout":
-			var d node.Duration
-			if m.val.kind() != "string" && m.val.kind() != "number" {
-				err = bad(m, "a duration like \"30s\" or a number of seconds", m.val)
-			} else if e := json.Unmarshal(m.val.raw, &d); e != nil {
-				err = f.errorf(m.val.off, "server %q: \"timeout\": %v", name, e)
-			} else if d < 0 {
-				err = f.errorf(m.val.off, "server %q: \"timeout\" must not be negative, got %s", name, m.val.raw)
-			}
-			s.Timeout = time.Duration(d)
-		case "startTimeout", "start_timeout":
-			var d node.Duration
-			if m.val.kind() != "string" && m.val.kind() != "number" {
-				err = bad(m, "a duration like \"2m\" or a number of seconds", m.val)
-			} else if e := json.Unmarshal(m.val.raw, &d); e != nil {
-				err = f.errorf(m.val.off, "server %q: %q: %v", name, m.key, e)
-			} else if d < 0 {
-				err = f.errorf(m.val.off, "server %q: %q must not be negative, got %s", name, m.key, m.val.raw)
-			}
-			s.StartTimeout = time.Duration(d)
-		case "envFile":
-			p.warn(m.keyOff, "server %q: \"envFile\" is not supported and was ignored: put the variables in \"env\"", name)
-		default:
-			msg := fmt.Sprintf("server %q: unknown key %q ignored", name, m.key)
-			if k := suggest.Closest(m.key, knownKeys); k != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", k)
-			}
-			p.warn(m.keyOff, "%s", msg)
-		}
-		if err != nil {
+		r.present[m.key] = m.keyOff
+		if err := r.member(m); err != nil {
 			return err
 		}
 	}
-
-	for _, k := range pass {
-		if !validVarName(k) {
-			return f.errorf(present["env_passthrough"]+present["envPassthrough"], "server %q: env_passthrough: %q is not a variable name (letters, digits and _, not starting with a digit)", name, k)
+	for _, step := range []func() error{r.passThrough, r.joinArgs, r.transport, r.checkRefs} {
+		if err := step(); err != nil {
+			return err
 		}
-		if _, set := s.Env[k]; set {
+	}
+	if r.disabled {
+		r.s.Disabled = true
+		p.warn(nameOff, "server %q is disabled in the file: `nerve mcp import` adds it stopped (`nerve node start` starts it)", name)
+	}
+	p.cfg.Servers = append(p.cfg.Servers, r.s)
+	return nil
+}
+
+// serverReader reads the members of one server object: the Server as far
+// as it is known, and what the members said that is settled once all are
+// read (the type, the command and its args, what is present).
+type serverReader struct {
+	p       *parser
+	f       *file
+	name    string
+	nameOff int
+	inList  bool // the array form, where "name" is the server's name
+
+	s         Server
+	typ       string
+	typAt     int
+	typKey    string   // "type", or pflow's "transport"
+	pass      []string // env_passthrough
+	cmd, args []string
+	disabled  bool
+	fields    []field        // strings that may hold ${VAR}
+	present   map[string]int // key → offset, for "ignored" warnings
+}
+
+// member reads one member of the server object.
+func (r *serverReader) member(m member) error {
+	var err error
+	switch m.key {
+	case "name":
+		var n string
+		if n, err = r.str(m, false); err == nil && !r.inList && n != r.name {
+			r.p.warn(m.keyOff, "server %q: \"name\" %q ignored: the server's name is its key", r.name, n)
+		}
+	case "type", "transport": // "transport": pflow's name for it
+		err = r.readType(m)
+	case "env_passthrough", "envPassthrough":
+		// Variables the server gets from the environment nerve
+		// starts it in, by name: the same as "env": {"X": "${X:-}"}.
+		r.pass, err = r.strList(m, m.key)
+	case "command":
+		err = r.readCommand(m)
+	case "args":
+		r.args, err = r.strList(m, "args")
+	case "env":
+		r.s.Env, err = r.strMap(m)
+	case "headers":
+		r.s.Headers, err = r.strMap(m)
+	case "cwd":
+		r.s.Cwd, err = r.str(m, true)
+	case "url":
+		r.s.URL, err = r.str(m, true)
+	case "inheritEnv":
+		r.s.InheritEnv, err = r.boolean(m)
+	case "disabled":
+		r.disabled, err = r.boolean(m)
+	case "enabled":
+		var on bool
+		on, err = r.boolean(m)
+		r.disabled = r.disabled || !on
+	case "timeout":
+		r.s.Timeout, err = r.duration(m, "30s")
+	case "startTimeout", "start_timeout":
+		r.s.StartTimeout, err = r.duration(m, "2m")
+	case "envFile":
+		r.p.warn(m.keyOff, "server %q: \"envFile\" is not supported and was ignored: put the variables in \"env\"", r.name)
+	default:
+		msg := fmt.Sprintf("server %q: unknown key %q ignored", r.name, m.key)
+		if k := suggest.Closest(m.key, knownKeys); k != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", k)
+		}
+		r.p.warn(m.keyOff, "%s", msg)
+	}
+	return err
+}
+
+// readType reads "type" (or "transport"); both may be written if they agree.
+func (r *serverReader) readType(m member) error {
+	t, err := r.str(m, false)
+	if err == nil && r.typKey != "" && !strings.EqualFold(t, r.typ) {
+		err = r.f.errorf(m.val.off, "server %q: %q %q disagrees with %q %q: keep one of them", r.name, m.key, t, r.typKey, r.typ)
+	}
+	r.typ, r.typAt, r.typKey = t, m.val.off, m.key
+	return err
+}
+
+// readCommand reads "command": a program, or a program and its arguments.
+func (r *serverReader) readCommand(m member) error {
+	var err error
+	switch m.val.kind() {
+	case "string":
+		var c string
+		c, err = r.str(m, true)
+		r.cmd = []string{c}
+	case "array":
+		r.cmd, err = r.strList(m, "command")
+	default:
+		err = r.bad(m, "a string or a list of strings", m.val)
+	}
+	if err == nil && (len(r.cmd) == 0 || r.cmd[0] == "") {
+		err = r.f.errorf(m.val.off, "server %q: \"command\" is empty: name the program to run, e.g. \"npx\"", r.name)
+	}
+	return err
+}
+
+// bad says what a member should have been.
+func (r *serverReader) bad(m member, want string, got value) error {
+	return r.f.errorf(got.off, "server %q: %q must be %s, got %s", r.name, m.key, want, got.describe())
+}
+
+// str decodes a string member; expandable ones are checked for ${VAR}
+// references once the server is read.
+func (r *serverReader) str(m member, expandable bool) (string, error) {
+	var out string
+	if m.val.kind() != "string" {
+		return "", r.bad(m, "a string", m.val)
+	}
+	_ = json.Unmarshal(m.val.raw, &out)
+	if expandable {
+		r.fields = append(r.fields, field{label: m.key, s: out, off: m.val.off})
+	}
+	return out, nil
+}
+
+// strList decodes a list of strings; label names its items in messages.
+func (r *serverReader) strList(m member, label string) ([]string, error) {
+	if m.val.kind() != "array" {
+		return nil, r.bad(m, "a list of strings", m.val)
+	}
+	items, err := elements(m.val)
+	if err != nil {
+		return nil, r.f.errorf(m.val.off, "%v", err)
+	}
+	out := make([]string, len(items))
+	for i, it := range items {
+		if it.kind() != "string" {
+			return nil, r.f.errorf(it.off, "server %q: %q must be a list of strings, got %s at index %d", r.name, m.key, it.describe(), i)
+		}
+		_ = json.Unmarshal(it.raw, &out[i])
+		r.fields = append(r.fields, field{label: fmt.Sprintf("%s[%d]", label, i), s: out[i], off: it.off})
+	}
+	return out, nil
+}
+
+// strMap decodes an object of strings ("env", "headers").
+func (r *serverReader) strMap(m member) (map[string]string, error) {
+	if m.val.kind() != "object" {
+		return nil, r.bad(m, "an object of strings", m.val)
+	}
+	kvs, err := members(m.val)
+	if err != nil {
+		return nil, r.f.errorf(m.val.off, "%v", err)
+	}
+	out := make(map[string]string, len(kvs))
+	for _, kv := range kvs {
+		if kv.val.kind() != "string" {
+			hint := ""
+			if k := kv.val.kind(); k == "number" || k == "boolean" {
+				hint = fmt.Sprintf(" (write \"%s\": \"%s\")", kv.key, kv.val.raw)
+			}
+			return nil, r.f.errorf(kv.val.off, "server %q: %q value of %q must be a string, got %s%s", r.name, m.key, kv.key, kv.val.describe(), hint)
+		}
+		var sv string
+		_ = json.Unmarshal(kv.val.raw, &sv)
+		out[kv.key] = sv
+		r.fields = append(r.fields, field{label: fmt.Sprintf("%s.%s", m.key, kv.key), s: sv, off: kv.val.off})
+	}
+	return out, nil
+}
+
+func (r *serverReader) boolean(m member) (bool, error) {
+	var b bool
+	if m.val.kind() != "boolean" {
+		return false, r.bad(m, "true or false", m.val)
+	}
+	_ = json.Unmarshal(m.val.raw, &b)
+	return b, nil
+}
+
+// duration decodes a duration ("30s") or a number of seconds; example is
+// the one a message suggests.
+func (r *serverReader) duration(m member, example string) (time.Duration, error) {
+	var d node.Duration
+	if m.val.kind() != "string" && m.val.kind() != "number" {
+		return 0, r.bad(m, "a duration like \""+example+"\" or a number of seconds", m.val)
+	}
+	if err := json.Unmarshal(m.val.raw, &d); err != nil {
+		return 0, r.f.errorf(m.val.off, "server %q: %q: %v", r.name, m.key, err)
+	}
+	if d < 0 {
+		return 0, r.f.errorf(m.val.off, "server %q: %q must not be negative, got %s", r.name, m.key, m.val.raw)
+	}
+	return time.Duration(d), nil
+}
+
+// passThrough turns env_passthrough's names into "env" entries
+// ("X": "${X:-}") where "env" does not set them.
+func (r *serverReader) passThrough() error {
+	for _, k := range r.pass {
+		if !validVarName(k) {
+			return r.f.errorf(r.present["env_passthrough"]+r.present["envPassthrough"], "server %q: env_passthrough: %q is not a variable name (letters, digits and _, not starting with a digit)", r.name, k)
+		}
+		if _, set := r.s.Env[k]; set {
 			continue // "env" says what it is
 		}
-		if s.Env == nil {
-			s.Env = map[string]string{}
+		if r.s.Env == nil {
+			r.s.Env = map[string]string{}
 		}
-		s.Env[k] = "${" + k + ":-}"
+		r.s.Env[k] = "${" + k + ":-}"
 	}
-	if args != nil {
-		if cmd == nil {
-			return f.errorf(present["args"], "server %q has \"args\" but no \"command\": add \"command\": \"...\"", name)
-		}
-		cmd = append(cmd, args...)
-	}
-	s.Command = cmd
+	return nil
+}
 
-	switch norm := strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(typ)); norm {
+// joinArgs makes the command: "command" followed by "args".
+func (r *serverReader) joinArgs() error {
+	if r.args != nil {
+		if r.cmd == nil {
+			return r.f.errorf(r.present["args"], "server %q has \"args\" but no \"command\": add \"command\": \"...\"", r.name)
+		}
+		r.cmd = append(r.cmd, r.args...)
+	}
+	r.s.Command = r.cmd
+	return nil
+}
+
+// transport settles the transport, from "type" or from what the server
+// has, and drops (with a warning) the keys the other transports use.
+func (r *serverReader) transport() error {
+	if err := r.pickTransport(); err != nil {
+		return err
+	}
+	s := &r.s
+	if s.Transport == "stdio" {
+		if r.cmd == nil {
+			return r.f.errorf(r.nameOff, "server %q: \"type\": %q needs a \"command\"", r.name, r.typ)
+		}
+		r.ignored([]string{"url", "headers"}, "it is a stdio server")
+		s.URL, s.Headers = "", nil
+		return nil
+	}
+	if s.URL == "" {
+		return r.f.errorf(r.nameOff, "server %q: \"type\": %q needs a \"url\"", r.name, r.typ)
+	}
+	r.ignored([]string{"command", "args", "env", "env_passthrough", "envPassthrough", "cwd", "inheritEnv"}, "it is an "+s.Transport+" server, not a command")
+	s.Command, s.Env, s.Cwd, s.InheritEnv = nil, nil, "", false
+	return nil
+}
+
+// pickTransport sets s.Transport from "type", or without one from
+// "command" or "url".
+func (r *serverReader) pickTransport() error {
+	s := &r.s
+	switch norm := strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(r.typ)); norm {
 	case "":
 		switch {
-		case cmd != nil && s.URL != "":
-			return f.errorf(nameOff, "server %q has both \"command\" and \"url\": add \"type\": \"stdio\" to run the command, or \"type\": \"http\" to connect to the URL", name)
+		case r.cmd != nil && s.URL != "":
+			return r.f.errorf(r.nameOff, "server %q has both \"command\" and \"url\": add \"type\": \"stdio\" to run the command, or \"type\": \"http\" to connect to the URL", r.name)
 		case s.URL != "":
 			s.Transport = "http"
 			if isSSEURL(s.URL) {
 				s.Transport = "sse"
 			}
-		case cmd != nil:
+		case r.cmd != nil:
 			s.Transport = "stdio"
 		default:
-			return f.errorf(nameOff, "server %q has neither \"command\" nor \"url\": add \"command\" to start a local server, or \"url\" to connect to a remote one", name)
+			return r.f.errorf(r.nameOff, "server %q has neither \"command\" nor \"url\": add \"command\" to start a local server, or \"url\" to connect to a remote one", r.name)
 		}
 	case "stdio":
 		s.Transport = "stdio"
@@ -495,45 +583,34 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 	case "sse":
 		s.Transport = "sse"
 	default:
-		return f.errorf(typAt, "server %q: unknown \"type\" %q: use \"stdio\", \"http\" (streamable HTTP) or \"sse\"", name, typ)
+		return r.f.errorf(r.typAt, "server %q: unknown \"type\" %q: use \"stdio\", \"http\" (streamable HTTP) or \"sse\"", r.name, r.typ)
 	}
-	if s.Transport == "stdio" {
-		if cmd == nil {
-			return f.errorf(nameOff, "server %q: \"type\": %q needs a \"command\"", name, typ)
-		}
-		for _, k := range []string{"url", "headers"} {
-			if off, ok := present[k]; ok {
-				p.warn(off, "server %q: %q ignored: it is a stdio server", name, k)
-			}
-		}
-		s.URL, s.Headers = "", nil
-	} else {
-		if s.URL == "" {
-			return f.errorf(nameOff, "server %q: \"type\": %q needs a \"url\"", name, typ)
-		}
-		for _, k := range []string{"command", "args", "env", "env_passthrough", "envPassthrough", "cwd", "inheritEnv"} {
-			if off, ok := present[k]; ok {
-				p.warn(off, "server %q: %q ignored: it is an %s server, not a command", name, k, s.Transport)
-			}
-		}
-		s.Command, s.Env, s.Cwd, s.InheritEnv = nil, nil, "", false
-	}
+	return nil
+}
 
-	for _, fl := range fields {
+// ignored warns about each of keys the server has: why says why it is
+// ignored.
+func (r *serverReader) ignored(keys []string, why string) {
+	for _, k := range keys {
+		if off, ok := r.present[k]; ok {
+			r.p.warn(off, "server %q: %q ignored: %s", r.name, k, why)
+		}
+	}
+}
+
+// checkRefs checks the ${VAR} references of every expandable string;
+// VS Code's ${input:...} and the like are warnings.
+func (r *serverReader) checkRefs() error {
+	for _, fl := range r.fields {
 		if err := checkRefs(fl.s); err != nil {
 			var re *refError
 			if errors.As(err, &re) && re.vscode {
-				p.warn(fl.off, "server %q: %q: %v", name, fl.label, err)
+				r.p.warn(fl.off, "server %q: %q: %v", r.name, fl.label, err)
 				continue
 			}
-			return f.errorf(fl.off, "server %q: %q: %v", name, fl.label, err)
+			return r.f.errorf(fl.off, "server %q: %q: %v", r.name, fl.label, err)
 		}
 	}
-	if disabled {
-		s.Disabled = true
-		p.warn(nameOff, "server %q is disabled in the file: `nerve mcp import` adds it stopped (`nerve node start` starts it)", name)
-	}
-	p.cfg.Servers = append(p.cfg.Servers, s)
 	return nil
 }
 

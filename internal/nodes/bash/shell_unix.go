@@ -421,188 +421,244 @@ const (
 //
 // Output past outCap is counted and, when spool is set, kept whole in a
 // file in that folder (oc.file), so that nothing a command printed is lost.
-func (s *shell) run(ctx context.Context, command string, timeout time.Duration, outCap int64, spool string, emit func(string), intr <-chan struct{}) (oc outcome, err error) {
+func (s *shell) run(ctx context.Context, command string, timeout time.Duration, outCap int64, spool string, emit func(string), intr <-chan struct{}) (outcome, error) {
 	s.seq++
-	seq := s.seq
-	out := capBuffer{max: int(min(outCap, int64(int(^uint(0)>>1)))), spool: spool}
-	defer func() {
-		oc.out, oc.total = out.buf, out.total
-		oc.file, oc.fileErr = out.closeSpill()
-	}()
+	c := &inFlight{s: s, seq: s.seq, emit: emit,
+		out: capBuffer{max: int(min(outCap, int64(int(^uint(0)>>1)))), spool: spool}}
+	defer c.stopEscalating()
+	err := c.wait(ctx, command, timeout, intr)
+	c.oc.out, c.oc.total = c.out.buf, c.out.total
+	c.oc.file, c.oc.fileErr = c.out.closeSpill()
+	return c.oc, err
+}
 
-	if err := s.send(seq, command, time.Now().Add(max(timeout, time.Second))); err != nil {
+// inFlight is one command running on a shell: its output so far, the
+// markers seen, and how far an abort of it has gone. Only run's goroutine
+// uses it.
+type inFlight struct {
+	s    *shell
+	seq  uint64
+	out  capBuffer
+	emit func(string)
+	oc   outcome
+
+	started bool   // the command's start marker came
+	inJobs  bool   // the text now is `jobs -p`'s list
+	jobs    []byte // that list
+	done    bool   // the call is over
+
+	reason   abortReason
+	aborting bool // SIGINT sent, the shell not yet back at its prompt
+	abortAt  time.Time
+	synced   bool // the shell answered a sync: only leftovers remain
+	lastKill time.Time
+	syncFrom uint64       // first sync seq sent by this call
+	escalate *time.Ticker // while an abort is under way
+}
+
+// wait sends the command and reads the shell until the call is over: the
+// end marker, an abort that brought the shell back, or the shell's end.
+func (c *inFlight) wait(ctx context.Context, command string, timeout time.Duration, intr <-chan struct{}) error {
+	s := c.s
+	if err := s.send(c.seq, command, time.Now().Add(max(timeout, time.Second))); err != nil {
 		// A half-sent command would leave the shell reading the rest as its
 		// next one: this shell is lost either way.
-		oc.died = s.kill(fmt.Sprintf("could not send the command to %s: %v", s.name, err))
-		return oc, nil
+		c.oc.died = s.kill(fmt.Sprintf("could not send the command to %s: %v", s.name, err))
+		return nil
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	var (
-		started   bool
-		inJobs    bool
-		jobs      []byte
-		reason    abortReason
-		aborting  bool
-		abortAt   time.Time
-		synced    bool // the shell answered a sync: only leftovers remain
-		lastKill  time.Time
-		syncFrom  uint64 // first sync seq sent by this call
-		escalate  *time.Ticker
-		escalateC <-chan time.Time
-		done      bool
-		ctxDone   = ctx.Done()
-	)
-	defer func() {
-		if escalate != nil {
-			escalate.Stop()
-		}
-	}()
-	text := func(b []byte) {
-		if inJobs {
-			if len(jobs) < 4096 {
-				jobs = append(jobs, b...)
-			}
-			return
-		}
-		if kept := out.write(b); len(kept) > 0 && emit != nil {
-			emit(string(kept))
-		}
-	}
-	// abort sends SIGINT to the shell and the command, and a sync line the
-	// shell reads once it is back at its prompt.
-	abort := func() {
-		aborting, abortAt = true, time.Now()
-		_ = syscall.Kill(s.pid, syscall.SIGINT)
-		s.signalCommand(syscall.SIGINT)
-		s.seq++
-		syncFrom = s.seq
-		s.sync(s.seq)
-	}
-	mark := func(m marker) {
-		inJobs = false
-		switch {
-		case m.kind == markJobs:
-			inJobs, jobs = true, jobs[:0]
-		case m.seq < seq:
-			// Left over from an earlier call's interrupt: what came
-			// before it was that call's.
-			out.reset()
-		case m.kind == markStart && m.seq == seq:
-			started = true
-			if reason != notAborted && !aborting {
-				abort()
-			}
-		case m.kind == markEnd && m.seq == seq:
-			oc.exit = m.status
-			s.noteJobs(jobs)
-			done = !aborting
-		case m.kind == markSync && aborting && m.seq >= syncFrom && !synced:
-			// The shell is at its prompt. A process forked just as the
-			// SIGINT came may have missed it and still run: end it too.
-			synced = true
-			if s.signalCommand(syscall.SIGINT) == 0 {
-				done = true
-			}
-		}
-	}
-	startAbort := func(r abortReason) {
-		if reason != notAborted {
-			return
-		}
-		reason = r
-		escalate = time.NewTicker(resignalEvery)
-		escalateC = escalate.C
-		if started {
-			abort()
-		}
-	}
-
-	for !done {
+	text, mark := c.text, c.mark // made once, not per read
+	ctxDone := ctx.Done()
+	var err error
+	for !c.done {
 		select {
 		case buf, ok := <-s.data:
 			if !ok {
-				// EOF: the shell is gone or going (or closed its own
-				// output, which leaves it useless).
-				select {
-				case <-s.exited:
-				case <-time.After(time.Second):
-					s.killAll()
-					<-s.exited
-				}
-				oc.died = s.deathReason()
-				return oc, nil
+				c.outputClosed()
+				return nil
 			}
 			s.scan.feed(buf, text, mark)
 			s.free <- buf
 		case <-s.exited:
 			s.drain(text, mark)
-			if done && !aborting {
-				return oc, nil
+			if !c.done || c.aborting {
+				c.oc.died = s.deathReason()
 			}
-			oc.died = s.deathReason()
-			return oc, nil
+			return nil
 		case <-timer.C:
-			startAbort(byTimeout)
+			c.startAbort(byTimeout)
 		case <-intr:
-			startAbort(byInterrupt)
+			c.startAbort(byInterrupt)
 		case <-ctxDone:
 			ctxDone = nil
 			err = ctx.Err()
-			startAbort(byCancel)
-		case <-escalateC:
-			if !aborting {
-				abort() // no start marker yet: interrupt anyway
-				continue
-			}
-			since := time.Since(abortAt)
-			if synced {
-				sig := syscall.SIGINT
-				if since >= escalateAfter {
-					sig = syscall.SIGKILL
-				}
-				if s.signalCommand(sig) == 0 {
-					done = true
-					continue
-				}
-			}
-			switch {
-			case since > giveUpAfter:
-				oc.died = s.kill(fmt.Sprintf("%s did not return to its prompt within %s of an interrupt and was killed", s.name, giveUpAfter))
-				return oc, err
-			case synced:
-			case since < escalateAfter:
-				s.signalCommand(syscall.SIGINT)
-			case time.Since(lastKill) >= escalateEvery:
-				// Something ignores SIGINT: kill the command's
-				// processes and ask the shell again.
-				lastKill = time.Now()
-				s.signalCommand(syscall.SIGKILL)
-				_ = syscall.Kill(s.pid, syscall.SIGINT)
-				s.seq++
-				s.sync(s.seq)
+			c.startAbort(byCancel)
+		case <-c.escalateC():
+			if killed := c.escalateAbort(); killed {
+				return err
 			}
 		}
 	}
-	out.dropNoise()
+	c.finish(timeout)
+	return err
+}
+
+// outputClosed: EOF on the output, the shell is gone or going (or closed
+// its own output, which leaves it useless).
+func (c *inFlight) outputClosed() {
+	s := c.s
+	select {
+	case <-s.exited:
+	case <-time.After(time.Second):
+		s.killAll()
+		<-s.exited
+	}
+	c.oc.died = s.deathReason()
+}
+
+// text takes output of the command (or of `jobs -p` after it).
+func (c *inFlight) text(b []byte) {
+	if c.inJobs {
+		if len(c.jobs) < 4096 {
+			c.jobs = append(c.jobs, b...)
+		}
+		return
+	}
+	if kept := c.out.write(b); len(kept) > 0 && c.emit != nil {
+		c.emit(string(kept))
+	}
+}
+
+// mark takes a marker the shell printed.
+func (c *inFlight) mark(m marker) {
+	c.inJobs = false
+	switch {
+	case m.kind == markJobs:
+		c.inJobs, c.jobs = true, c.jobs[:0]
+	case m.seq < c.seq:
+		// Left over from an earlier call's interrupt: what came
+		// before it was that call's.
+		c.out.reset()
+	case m.kind == markStart && m.seq == c.seq:
+		c.started = true
+		if c.reason != notAborted && !c.aborting {
+			c.abort()
+		}
+	case m.kind == markEnd && m.seq == c.seq:
+		c.oc.exit = m.status
+		c.s.noteJobs(c.jobs)
+		c.done = !c.aborting
+	case m.kind == markSync && c.aborting && m.seq >= c.syncFrom && !c.synced:
+		// The shell is at its prompt. A process forked just as the
+		// SIGINT came may have missed it and still run: end it too.
+		c.synced = true
+		if c.s.signalCommand(syscall.SIGINT) == 0 {
+			c.done = true
+		}
+	}
+}
+
+// startAbort begins ending the call for reason r (the first reason wins):
+// at once if the command has started, else when its start marker comes or
+// the first escalation tick, whichever is first.
+func (c *inFlight) startAbort(r abortReason) {
+	if c.reason != notAborted {
+		return
+	}
+	c.reason = r
+	c.escalate = time.NewTicker(resignalEvery)
+	if c.started {
+		c.abort()
+	}
+}
+
+// abort sends SIGINT to the shell and the command, and a sync line the
+// shell reads once it is back at its prompt.
+func (c *inFlight) abort() {
+	s := c.s
+	c.aborting, c.abortAt = true, time.Now()
+	_ = syscall.Kill(s.pid, syscall.SIGINT)
+	s.signalCommand(syscall.SIGINT)
+	s.seq++
+	c.syncFrom = s.seq
+	s.sync(s.seq)
+}
+
+// escalateC ticks while an abort is under way (nil, never, before).
+func (c *inFlight) escalateC() <-chan time.Time {
+	if c.escalate == nil {
+		return nil
+	}
+	return c.escalate.C
+}
+
+func (c *inFlight) stopEscalating() {
+	if c.escalate != nil {
+		c.escalate.Stop()
+	}
+}
+
+// escalateAbort is one tick of an abort: SIGINT again, then SIGKILL for
+// what ignores it, until giveUpAfter, when the shell is killed (killed
+// reports that).
+func (c *inFlight) escalateAbort() (killed bool) {
+	s := c.s
+	if !c.aborting {
+		c.abort() // no start marker yet: interrupt anyway
+		return false
+	}
+	since := time.Since(c.abortAt)
+	if c.synced {
+		sig := syscall.SIGINT
+		if since >= escalateAfter {
+			sig = syscall.SIGKILL
+		}
+		if s.signalCommand(sig) == 0 {
+			c.done = true
+			return false
+		}
+	}
+	switch {
+	case since > giveUpAfter:
+		c.oc.died = s.kill(fmt.Sprintf("%s did not return to its prompt within %s of an interrupt and was killed", s.name, giveUpAfter))
+		return true
+	case c.synced:
+	case since < escalateAfter:
+		s.signalCommand(syscall.SIGINT)
+	case time.Since(c.lastKill) >= escalateEvery:
+		// Something ignores SIGINT: kill the command's
+		// processes and ask the shell again.
+		c.lastKill = time.Now()
+		s.signalCommand(syscall.SIGKILL)
+		_ = syscall.Kill(s.pid, syscall.SIGINT)
+		s.seq++
+		s.sync(s.seq)
+	}
+	return false
+}
+
+// finish tidies the output of a call that ended and says why it ended.
+func (c *inFlight) finish(timeout time.Duration) {
+	c.out.dropNoise()
 	// The end marker may come after an abort too (it is on a line of its
 	// own, which the shell reads once SIGINT sent it to its prompt).
-	if aborting {
-		// An interactive bash prints a newline when SIGINT sends it to
-		// its prompt (the line a terminal moves to after ^C); here it
-		// would only be an empty line at the end of the output.
-		if b := out.buf; int64(len(b)) == out.total && len(b) > 0 && b[len(b)-1] == '\n' && (len(b) == 1 || b[len(b)-2] == '\n') {
-			out.buf = b[:len(b)-1]
-			out.total--
-		}
-		switch reason {
-		case byTimeout:
-			oc.timedOut = timeout
-		default:
-			oc.intr = true
-		}
+	if !c.aborting {
+		return
 	}
-	return oc, err
+	// An interactive bash prints a newline when SIGINT sends it to
+	// its prompt (the line a terminal moves to after ^C); here it
+	// would only be an empty line at the end of the output.
+	if b := c.out.buf; int64(len(b)) == c.out.total && len(b) > 0 && b[len(b)-1] == '\n' && (len(b) == 1 || b[len(b)-2] == '\n') {
+		c.out.buf = b[:len(b)-1]
+		c.out.total--
+	}
+	switch c.reason {
+	case byTimeout:
+		c.oc.timedOut = timeout
+	default:
+		c.oc.intr = true
+	}
 }
 
 // drain reads what is left of the output after the shell exited, for a

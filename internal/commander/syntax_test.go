@@ -1,4 +1,4 @@
-package cli
+package commander
 
 import "testing"
 
@@ -9,8 +9,8 @@ func TestMessagesTakeTheSyntaxOfWhereTheyAreShown(t *testing.T) {
 		{"(`nerve call :node ls`)", "(`:node ls`)"},
 		{"no command here: nerve node ls", "no command here: nerve node ls"},
 	} {
-		if got := replSyntax(c.canonical); got != c.repl {
-			t.Errorf("replSyntax(%q) = %q, want %q", c.canonical, got, c.repl)
+		if got := REPLSyntax(c.canonical); got != c.repl {
+			t.Errorf("REPLSyntax(%q) = %q, want %q", c.canonical, got, c.repl)
 		}
 	}
 	for _, c := range []struct{ in, cli string }{
@@ -18,8 +18,8 @@ func TestMessagesTakeTheSyntaxOfWhereTheyAreShown(t *testing.T) {
 		{"did you mean read_file? `@fs ?` lists its tools", "did you mean read_file? `nerve call @fs ?` lists its tools"},
 		{"restart it with `nerve node restart fs`", "restart it with `nerve node restart fs`"},
 	} {
-		if got := cliSyntax(c.in); got != c.cli {
-			t.Errorf("cliSyntax(%q) = %q, want %q", c.in, got, c.cli)
+		if got := ShellSyntax(c.in); got != c.cli {
+			t.Errorf("ShellSyntax(%q) = %q, want %q", c.in, got, c.cli)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package repl
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/callview"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -132,7 +133,7 @@ func (r *repl) show(ln *commander.Line, res *mcp.CallToolResult, err error, took
 	} else {
 		fmt.Fprint(r.out, rd.Text)
 	}
-	fmt.Fprintln(r.out, paint(r.style, r.style.Dim, fmt.Sprintf("[%d] @%s %s · %s", n, ln.Node, ln.Tool, roundDuration(took))))
+	fmt.Fprintln(r.out, paint(r.style, r.style.Dim, fmt.Sprintf("[%d] @%s %s · %s", n, ln.Node, ln.Tool, callview.Duration(took))))
 }
 
 // showStreamCut says how much streamed text was not printed and saves all
@@ -149,17 +150,6 @@ func (r *repl) showStreamCut(st streamed) {
 		line += "; all of it is in " + p
 	}
 	fmt.Fprintln(r.out, paint(r.style, r.style.Dim, line))
-}
-
-func roundDuration(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond).String()
-	case d < time.Second:
-		return d.Round(time.Millisecond).String()
-	default:
-		return d.Round(100 * time.Millisecond).String()
-	}
 }
 
 // status is the line that shows a call in flight. Streamed text is printed
@@ -250,7 +240,7 @@ func stepLine(l api.CallLine) string {
 	}
 	switch l.Step {
 	case "graph":
-		return graphStepLine(l.Data)
+		return callview.GraphStepLine(l.Data)
 	case "tool_call", "tool_use":
 		return "→ " + data
 	case "tool_result":

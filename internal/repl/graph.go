@@ -1,4 +1,4 @@
-package cli
+package repl
 
 import (
 	"encoding/json"
@@ -11,7 +11,7 @@ import (
 
 // graphSteps is the live view of a graph's steps in the REPL's status
 // line: the steps running now and for how long. Finished, failed, retried
-// and skipped steps are printed as lines above it (graphStepLine).
+// and skipped steps are printed as lines above it (callview.GraphStepLine).
 type graphSteps struct {
 	running map[string]time.Time
 	order   []string

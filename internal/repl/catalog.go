@@ -1,4 +1,4 @@
-package cli
+package repl
 
 import (
 	"context"
@@ -81,57 +81,4 @@ func (c *completer) Do(line []rune, pos int) ([][]rune, int) {
 		}
 	}
 	return out, n
-}
-
-// commandSpecs describes the command tree for :command completion.
-func commandSpecs(root *Command, kinds []string) []commander.CommandSpec {
-	var out []commander.CommandSpec
-	for _, c := range root.Sub {
-		if c.Hidden {
-			continue
-		}
-		out = append(out, commandSpec(c, kinds))
-	}
-	out = append(out, commander.CommandSpec{Name: "quit"}, commander.CommandSpec{Name: "help", Args: []commander.ArgSpec{{Name: "COMMAND", Values: commandNames(root)}}})
-	return out
-}
-
-func commandSpec(c *Command, kinds []string) commander.CommandSpec {
-	cs := commander.CommandSpec{Name: c.Name}
-	for _, s := range c.Sub {
-		if !s.Hidden {
-			cs.Subcommands = append(cs.Subcommands, commandSpec(s, kinds))
-		}
-	}
-	for _, f := range c.Flags {
-		cs.Flags = append(cs.Flags, commander.FlagSpec{Name: "--" + f.Name, TakesValue: f.Value != "", Values: f.Values})
-	}
-	switch c.Complete {
-	case "node":
-		cs.Args = []commander.ArgSpec{{Name: "NODE", Node: true}}
-	case "kind":
-		cs.Args = []commander.ArgSpec{{Name: "KIND", Values: kinds}}
-		if c.Specialize != nil {
-			// `:node add llm --<Tab>` offers the llm kind's flags: each kind
-			// is a subcommand whose flags are that kind's.
-			for _, k := range kinds {
-				if sc := c.Specialize([]string{k}); sc != nil {
-					ks := commandSpec(sc, kinds)
-					ks.Name, ks.Args = k, []commander.ArgSpec{{Name: "NAME"}}
-					cs.Subcommands = append(cs.Subcommands, ks)
-				}
-			}
-		}
-	}
-	return cs
-}
-
-func commandNames(root *Command) []string {
-	var out []string
-	for _, c := range root.Sub {
-		if !c.Hidden {
-			out = append(out, c.Name)
-		}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package cli
+package repl
 
 import (
 	"context"
@@ -13,35 +13,6 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/commander"
 )
-
-// samplingNodeEnv names the llm node that may answer sampling requests
-// (issue 8 item 5); --sampling-node sets it for one REPL.
-const samplingNodeEnv = "NERVE_SAMPLING_NODE"
-
-func init() {
-	// A global flag so that `nerve -s work --sampling-node gpt` reads as
-	// the other global flags do; only the REPL uses it.
-	globalFlags = append(globalFlags, &Flag{Name: "sampling-node", Value: "NODE",
-		Usage: "llm node that may answer MCP servers' sampling requests in the Commander, after you consent (default: $" + samplingNodeEnv + ")"})
-}
-
-// replEnv returns env for the REPL with inv's --sampling-node applied: it
-// overrides $NERVE_SAMPLING_NODE.
-func replEnv(env *Env, inv *Invocation) *Env {
-	v := inv.Flag("sampling-node")
-	if v == "" {
-		return env
-	}
-	e := *env
-	get := env.getenv
-	e.Getenv = func(k string) string {
-		if k == samplingNodeEnv {
-			return v
-		}
-		return get(k)
-	}
-	return &e
-}
 
 // humanModel is the model name of an answer the person typed.
 const humanModel = "human (typed in nerve's Commander)"
@@ -240,7 +211,7 @@ func (r *repl) answerSample(_ context.Context, q *ask) askAnswer {
 		r.printErr(fmt.Errorf("@%s sent a sampling request nerve cannot read: %w (declined)", q.node, err))
 		return declined(q.kind, "unreadable request")
 	}
-	samplingNode := r.env.getenv(samplingNodeEnv)
+	samplingNode := r.opts.SamplingNode
 	fmt.Fprint(r.out, renderSampling(r.style, q.node, &p, samplingNode))
 	keys := "td"
 	if samplingNode != "" {

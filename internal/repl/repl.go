@@ -1,4 +1,10 @@
-package cli
+// Package repl is the Commander: nerve's readline REPL on one session.
+// It parses lines with internal/commander, reaches the session only through
+// pkg/client, shows calls as they run (status line, streamed text, Ctrl-C
+// to cancel), answers MCP servers' elicitation and sampling requests at the
+// prompt, and runs `:`-commands through the command tree internal/cli hands
+// it in Options. Only internal/cli imports it (Run).
+package repl
 
 import (
 	"context"
@@ -7,7 +13,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,65 +43,90 @@ an empty line leaves), Ctrl-D leaves.
 Commands (:help COMMAND for one):
 `
 
-// RunREPL runs the Commander on env's session until the person leaves.
-func RunREPL(ctx context.Context, env *Env) error {
+// Options is what the Commander runs with. internal/cli fills it in: the
+// connection, the files, and the command line's `:`-commands.
+type Options struct {
+	// Client is connected to the daemon (or an embedded one); Session names
+	// the session the Commander is on.
+	Client  *client.Client
+	Session string
+
+	Stdin          io.Reader // os.Stdin when nil
+	Stdout, Stderr io.Writer
+	// Color asks for ANSI colours.
+	Color bool
+
+	// HistoryFile keeps the lines typed, across Commanders.
+	HistoryFile string
+	// OutputDir receives the attachments of results and the whole text of
+	// results cut for the screen.
+	OutputDir string
+	// SamplingNode is the llm node that may answer MCP servers' sampling
+	// requests, after the person consents ("" for none).
+	SamplingNode string
+
+	// Commands are the `:`-commands: CommandSpecs for Tab, Summaries for
+	// :help. Exec runs one (argv without the ':'), writing to stdout and
+	// stderr; the error it returns is shown as is.
+	CommandSpecs []commander.CommandSpec
+	Summaries    []Summary
+	Exec         func(ctx context.Context, argv []string, stdout, stderr io.Writer) error
+
+	// Restart, if set, starts the daemon again after it went away under an
+	// open Commander; it reports whether it had to start one. Nil where
+	// there is no daemon to start (embedded, a client given).
+	Restart func(ctx context.Context) (started bool, err error)
+	// OnRevive, if set, is given the function to call when a request found
+	// the daemon gone and started it again.
+	OnRevive func(revived func())
+}
+
+// Summary is one line of :help's list of commands.
+type Summary struct{ Name, Summary string }
+
+// Run runs the Commander on opts' session until the person leaves.
+func Run(ctx context.Context, opts *Options) error {
 	// What the REPL does in the background (watching events, refreshing
 	// its catalogue) never starts a daemon someone stopped; a line the
 	// person runs does (run).
 	ctx = client.WithRevive(ctx, false)
-	if env.Caller == "" {
-		env.Caller = node.CallerREPL // the call log says the calls came from here
-	}
-	c, err := env.Connect(ctx)
-	if err != nil {
-		return err
-	}
-	p, err := env.paths()
-	if err != nil {
-		return err
-	}
 	r := &repl{
-		env:     env,
-		client:  c,
-		session: c.Session(env.SessionName()),
-		outDir:  filepath.Join(p.State, "outputs"),
+		opts:    opts,
+		client:  opts.Client,
+		session: opts.Client.Session(opts.Session),
+		outDir:  opts.OutputDir,
 		history: &commander.History{},
 		kick:    make(chan struct{}, 1),
 	}
-	r.color = colorWanted(env)
+	r.color = opts.Color
 	r.style = commander.NewStyle(r.color)
-	if env.conn != nil {
+	if opts.OnRevive != nil {
 		// A line whose request found the daemon gone started it again.
-		revived := func() {
+		opts.OnRevive(func() {
 			r.gone.Store(false)
 			fmt.Fprintln(r.errOut, paint(r.style, r.style.Dim, daemonRestartedNotice))
-		}
-		env.conn.onRevived.Store(&revived)
+		})
 	}
 	r.catalog = newCatalog(r.session)
-	kinds, err := c.Kinds(ctx)
-	if err != nil {
-		return err
-	}
-	r.cmds = commandSpecs(Tree(), kinds)
+	r.cmds = opts.CommandSpecs
 
 	// Requests from servers are asked at the prompt too: the REPL's stdin
-	// can end a pending Readline (repl_asks.go).
+	// can end a pending Readline (asks.go).
 	var stdin io.Reader = os.Stdin
-	if env.Stdin != nil {
-		stdin = env.Stdin
+	if opts.Stdin != nil {
+		stdin = opts.Stdin
 	}
 	in := newWakeReader(stdin)
 	defer in.Close()
 	r.asks = newAsker(ctx, r)
 	r.asks.wake = in.Wake
 
-	if err := compactHistory(p.History, historyLimit); err != nil {
-		fmt.Fprintf(env.Stderr, "nerve: history: %v (continuing without it)\n", err)
+	if err := compactHistory(opts.HistoryFile, historyLimit); err != nil {
+		fmt.Fprintf(opts.Stderr, "nerve: history: %v (continuing without it)\n", err)
 	}
 	rl, err := readline.NewEx(&readline.Config{
 		Prompt:                 r.prompt(),
-		HistoryFile:            p.History,
+		HistoryFile:            opts.HistoryFile,
 		HistoryLimit:           historyLimit,
 		DisableAutoSaveHistory: true,
 		HistorySearchFold:      true,
@@ -104,8 +134,8 @@ func RunREPL(ctx context.Context, env *Env) error {
 		InterruptPrompt:        "^C",
 		EOFPrompt:              "",
 		Stdin:                  in,
-		Stdout:                 env.Stdout,
-		Stderr:                 env.Stderr,
+		Stdout:                 opts.Stdout,
+		Stderr:                 opts.Stderr,
 	})
 	if err != nil {
 		return fmt.Errorf("starting the line editor: %w", err)
@@ -130,7 +160,7 @@ const historyLimit = 2000
 
 // repl is one Commander session at a terminal.
 type repl struct {
-	env     *Env
+	opts    *Options
 	client  *client.Client
 	session *client.Session
 	rl      *readline.Instance
@@ -243,11 +273,7 @@ func (r *repl) remember(text string) {
 }
 
 func (r *repl) lastHistory() string {
-	p, err := r.env.paths()
-	if err != nil {
-		return ""
-	}
-	return lastLine(p.History)
+	return lastLine(r.opts.HistoryFile)
 }
 
 // run runs one complete input; it reports whether the person asked to leave.
@@ -258,7 +284,7 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 	if r.gone.Load() {
 		r.restartDaemon(ctx)
 	}
-	if id := lineNode(text); id != "" {
+	if id := commander.LineNode(text); id != "" {
 		if tools, known := r.catalog.index().Tools(id); !known || tools == nil {
 			// The catalog may be a moment behind another client, or the
 			// node still starting.
@@ -302,15 +328,14 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 const daemonRestartedNotice = "· the daemon had stopped; started it again (nodes come back as they were)"
 
 func (r *repl) restartDaemon(ctx context.Context) {
-	if r.env.Embedded || r.env.Client != nil {
+	if r.opts.Restart == nil {
 		return
 	}
-	c, started, err := r.env.connectDaemon(ctx, true)
+	started, err := r.opts.Restart(ctx)
 	if err != nil {
 		r.printErr(fmt.Errorf("the daemon has stopped and starting it again failed: %w", err))
 		return
 	}
-	c.Close()
 	r.gone.Store(false)
 	select {
 	case r.kick <- struct{}{}:
@@ -385,29 +410,14 @@ func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
 	case "help", "h", "?":
 		if len(argv) == 1 {
 			fmt.Fprint(r.out, replHelp)
-			for _, c := range Tree().Sub {
-				if !c.Hidden {
-					fmt.Fprintf(r.out, "  :%-12s %s\n", c.Name, c.Summary)
-				}
+			for _, c := range r.opts.Summaries {
+				fmt.Fprintf(r.out, "  :%-12s %s\n", c.Name, c.Summary)
 			}
 			fmt.Fprintf(r.out, "  :%-12s %s\n", "quit", "leave the Commander (the daemon keeps the nodes)")
 			return false
 		}
 	}
-	sub := *r.env
-	sub.Stdout, sub.Stderr, sub.Stdin = r.out, syntaxWriter{r.errOut, replSyntax}, nil
-	sub.Client = r.client
-	sub.Color = &r.color
-	sub.Session = r.session.Name()
-	if err := Exec(ctx, &sub, argv); err != nil {
-		if errors.Is(err, errToolFailed) {
-			return false
-		}
-		var ue *UsageError
-		if errors.As(err, &ue) && ue.Cmd != nil {
-			r.printErr(fmt.Errorf("%s (usage: :%s)", ue.Msg, usageOf(ue.Cmd, ue.Path)))
-			return false
-		}
+	if err := r.opts.Exec(ctx, argv, r.out, r.errOut); err != nil {
 		r.printErr(err)
 	}
 	// A command may have added, removed or restarted nodes.
@@ -416,7 +426,7 @@ func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
 }
 
 func (r *repl) printErr(err error) {
-	fmt.Fprintln(r.errOut, paint(r.style, r.style.Bold+r.style.Red, "error: ")+replSyntax(err.Error()))
+	fmt.Fprintln(r.errOut, paint(r.style, r.style.Bold+r.style.Red, "error: ")+commander.REPLSyntax(err.Error()))
 }
 
 // setBusy marks a call or command running; notices wait until it ends.
@@ -504,7 +514,7 @@ func stateNotice(st *commander.Style, node, from, to, reason string) string {
 		}
 		hint := fmt.Sprintf("  (`:node restart %s`)", node)
 		if strings.Contains(reason, "nerve node auth "+node) {
-			// The server wants a sign-in: offer it (node_auth.go).
+			// The server wants a sign-in: offer it (internal/cli/node_auth.go).
 			hint = fmt.Sprintf("  (sign in: `:node auth %s`)", node)
 		}
 		return paint(st, st.Bold+st.Red, msg) + paint(st, st.Dim, hint)
@@ -512,22 +522,6 @@ func stateNotice(st *commander.Style, node, from, to, reason string) string {
 		return paint(st, st.Dim, fmt.Sprintf("· @%s is READY", node))
 	}
 	return ""
-}
-
-// colorWanted reports whether to colour output: not with NO_COLOR, not when
-// stdout is not a terminal.
-func colorWanted(env *Env) bool {
-	if env.Color != nil {
-		return *env.Color
-	}
-	if _, ok := os.LookupEnv("NO_COLOR"); ok || env.getenv("NO_COLOR") != "" {
-		return false
-	}
-	if env.getenv("TERM") == "dumb" {
-		return false
-	}
-	f, ok := env.Stdout.(*os.File)
-	return ok && readline.IsTerminal(int(f.Fd()))
 }
 
 // interrupts delivers Ctrl-C (SIGINT) while a call runs: the terminal is

@@ -1,0 +1,70 @@
+// Package callview words what a call reports while it runs the same way in
+// the Commander (internal/repl) and on the command line (internal/cli): a
+// graph step's line, a duration rounded for people, an error's first line.
+// It is pure (no I/O); only internal/cli and internal/repl import it.
+package callview
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/nodes/graph"
+)
+
+// GraphStepLine is one line for a graph's step event: "✓ read 12ms".
+func GraphStepLine(data []byte) string {
+	var ev graph.StepEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return string(data)
+	}
+	took := ""
+	if ev.Millis > 0 {
+		took = " " + Duration(time.Duration(ev.Millis*float64(time.Millisecond)))
+	}
+	switch ev.State {
+	case graph.StateStarted:
+		return "▸ " + ev.Step + " started"
+	case graph.StateFinished:
+		return "✓ " + ev.Step + took
+	case graph.StateRetried:
+		return fmt.Sprintf("↻ %s attempt %d after: %s", ev.Step, ev.Attempt, FirstLine(ev.Error))
+	case graph.StateSkipped:
+		line := "⤼ " + ev.Step + " skipped"
+		switch ev.Reason {
+		case "when":
+			line += " (when was false)"
+		case "resumed":
+			line += " (finished before; resumed)"
+		case "on_error":
+			line += " (failed; default used: " + FirstLine(ev.Error) + ")"
+		}
+		return line
+	case graph.StateFailed:
+		return "✗ " + ev.Step + took + ": " + FirstLine(ev.Error)
+	}
+	return ev.Step + " " + ev.State
+}
+
+// Duration rounds d for people: microseconds under a millisecond,
+// milliseconds under a second, tenths of a second above.
+func Duration(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	default:
+		return d.Round(100 * time.Millisecond).String()
+	}
+}
+
+// FirstLine is the first line of s, cut at 100 bytes.
+func FirstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return s
+}

@@ -1,0 +1,51 @@
+package callview
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/nodes/graph"
+)
+
+// TestGraphStepLine: each state of a graph step reads as the line a person
+// sees above the status line (REPL) or on stderr (nerve call).
+func TestGraphStepLine(t *testing.T) {
+	for _, c := range []struct {
+		ev   graph.StepEvent
+		want string
+	}{
+		{graph.StepEvent{Step: "read", State: graph.StateStarted}, "▸ read started"},
+		{graph.StepEvent{Step: "read", State: graph.StateFinished, Millis: 12}, "✓ read 12ms"},
+		{graph.StepEvent{Step: "read", State: graph.StateRetried, Attempt: 2, Error: "boom\nmore"}, "↻ read attempt 2 after: boom"},
+		{graph.StepEvent{Step: "read", State: graph.StateSkipped, Reason: "when"}, "⤼ read skipped (when was false)"},
+		{graph.StepEvent{Step: "read", State: graph.StateSkipped, Reason: "on_error", Error: "gone"}, "⤼ read skipped (failed; default used: gone)"},
+		{graph.StepEvent{Step: "read", State: graph.StateFailed, Millis: 1500, Error: "exit 1"}, "✗ read 1.5s: exit 1"},
+	} {
+		data, err := json.Marshal(c.ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := GraphStepLine(data); got != c.want {
+			t.Errorf("GraphStepLine(%s) = %q, want %q", data, got, c.want)
+		}
+	}
+	if got := GraphStepLine([]byte("not json")); got != "not json" {
+		t.Errorf("GraphStepLine of what is not an event = %q, want it as is", got)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{1234 * time.Nanosecond, "1µs"},
+		{12345 * time.Microsecond, "12ms"},
+		{1549 * time.Millisecond, "1.5s"},
+	} {
+		if got := Duration(c.d); got != c.want {
+			t.Errorf("Duration(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
