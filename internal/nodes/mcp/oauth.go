@@ -47,6 +47,7 @@ type Options struct {
 func Factory(opts *Options) node.Factory {
 	return func(spec node.Spec, env node.Env) (node.Node, error) {
 		cfg := defaultConfig()
+		cfg.lookup, cfg.environ = env.Lookup, env.Environ
 		if opts != nil {
 			cfg.authorize, cfg.tokens = opts.Authorize, opts.Tokens
 		}
