@@ -78,9 +78,13 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if o.RedirectURL == "" {
 		o.RedirectURL = DefaultRedirectURL
 	}
-	if client == nil {
-		client = http.DefaultClient
+	// Every handler discovers through backcompatTransport, so that servers
+	// of MCP 2025-03-26 work too (backcompat.go).
+	base := http.DefaultTransport
+	if client != nil && client.Transport != nil {
+		base = client.Transport
 	}
+	client = &http.Client{Transport: backcompatTransport{base: base}}
 	if o.Grant == "client_credentials" {
 		// No person: the client's own credentials get the token.
 		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
@@ -90,8 +94,8 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 		if err != nil {
 			return nil, fmt.Errorf("mcp node %q: oauth client_credentials: %w", n.ID(), err)
 		}
-		n.oauth = h
-		return h, nil
+		n.oauth = backcompatAuth{h}
+		return n.oauth, nil
 	}
 	id, authorize := n.ID(), n.cfg.authorize
 	cfg := &auth.AuthorizationCodeHandlerConfig{
@@ -113,7 +117,11 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 			if authorize == nil {
 				return nil, fmt.Errorf("%w: nobody to sign in at %s", ErrAuthorizationRequired, args.URL)
 			}
-			return authorize(ctx, id, args)
+			res, err := authorize(ctx, id, args)
+			if res != nil {
+				res.Iss = authorizationIss(ctx, res.Iss)
+			}
+			return res, err
 		},
 		Client: client,
 	}
@@ -148,6 +156,6 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if err != nil {
 		return nil, fmt.Errorf("mcp node %q: oauth options: %w", n.ID(), err)
 	}
-	n.oauth = h
-	return h, nil
+	n.oauth = backcompatAuth{h}
+	return n.oauth, nil
 }
