@@ -34,10 +34,6 @@ func newLegacyServer(t *testing.T, prm bool, issuer func(base string) string) *l
 	s.issuer = func() string { return issuer(s.URL) }
 	mux := http.NewServeMux()
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newTestServer() }, nil)
-	writeJSON := func(w http.ResponseWriter, v any) {
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(v)
-	}
 	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer legacy-token" {
 			w.Header().Set("WWW-Authenticate", "Bearer")
@@ -51,10 +47,10 @@ func newLegacyServer(t *testing.T, prm bool, issuer func(base string) string) *l
 			http.NotFound(w, r)
 			return
 		}
-		writeJSON(w, map[string]any{"resource": s.URL, "authorization_servers": []string{s.URL}})
+		writeJSON(w, 200, map[string]any{"resource": s.URL, "authorization_servers": []string{s.URL}})
 	})
 	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, map[string]any{
+		writeJSON(w, 200, map[string]any{
 			"issuer": s.issuer(), "authorization_endpoint": s.URL + "/oauth/authorize", "token_endpoint": s.URL + "/oauth/token",
 			"registration_endpoint": s.URL + "/oauth/register", "response_types_supported": []string{"code"},
 			"code_challenge_methods_supported": []string{"S256"}, "token_endpoint_auth_methods_supported": []string{"none"},
@@ -62,9 +58,7 @@ func newLegacyServer(t *testing.T, prm bool, issuer func(base string) string) *l
 		})
 	})
 	mux.HandleFunc("/oauth/register", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(map[string]any{"client_id": "legacy-client", "redirect_uris": []string{DefaultRedirectURL}})
+		writeJSON(w, http.StatusCreated, map[string]any{"client_id": "legacy-client", "redirect_uris": []string{DefaultRedirectURL}})
 	})
 	mux.HandleFunc("/oauth/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -76,12 +70,11 @@ func newLegacyServer(t *testing.T, prm bool, issuer func(base string) string) *l
 	mux.HandleFunc("/oauth/token", func(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
 		if r.PostForm.Get("code") != "legacy-code" || r.PostForm.Get("code_verifier") == "" {
-			w.WriteHeader(http.StatusBadRequest)
-			writeJSON(w, map[string]any{"error": "invalid_grant"})
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
 			return
 		}
 		s.tokens.Add(1)
-		writeJSON(w, map[string]any{"access_token": "legacy-token", "token_type": "Bearer", "expires_in": 3600})
+		writeJSON(w, 200, map[string]any{"access_token": "legacy-token", "token_type": "Bearer", "expires_in": 3600})
 	})
 	s.Server = httptest.NewServer(mux)
 	t.Cleanup(s.Close)

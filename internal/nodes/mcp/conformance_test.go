@@ -51,7 +51,8 @@ func TestConformanceClientCore(t *testing.T) {
 // TestConformanceClientBeyondCore runs the suite's client scenarios
 // outside --suite core that nerve passes: the client-credentials
 // extension (machines and CI: oauth grant client_credentials, no person
-// signs in) with a client secret, and a server of MCP 2025-03-26, which
+// signs in) with a client secret and with a private key
+// (private_key_jwt), and a server of MCP 2025-03-26, which
 // predates protected resource metadata and names another issuer in the
 // authorization server metadata at its root.
 func TestConformanceClientBeyondCore(t *testing.T) {
@@ -60,7 +61,7 @@ func TestConformanceClientBeyondCore(t *testing.T) {
 	}
 	suite := npmfix.Conformance(t)
 	client := testutil.BuildBinary(t, "./fixtures/conformance-client")
-	for _, scenario := range []string{"auth/client-credentials-basic", "auth/2025-03-26-oauth-metadata-backcompat"} {
+	for _, scenario := range []string{"auth/client-credentials-basic", "auth/client-credentials-jwt", "auth/2025-03-26-oauth-metadata-backcompat"} {
 		t.Run(scenario, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

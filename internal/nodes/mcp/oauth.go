@@ -1,10 +1,13 @@
 package mcpnode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
@@ -68,7 +71,7 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if n.opts.OAuth != nil {
 		o = *n.opts.OAuth
 	}
-	for _, f := range []*string{&o.ClientID, &o.ClientSecret, &o.ClientMetadataURL, &o.RedirectURL} {
+	for _, f := range []*string{&o.ClientID, &o.ClientSecret, &o.ClientMetadataURL, &o.RedirectURL, &o.PrivateKey, &o.PrivateKeyFile} {
 		v, err := mcpconf.Expand(*f, n.cfg.lookup)
 		if err != nil {
 			return nil, fmt.Errorf("mcp node %q: oauth: %w", n.ID(), err)
@@ -87,12 +90,22 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	client = &http.Client{Transport: backcompatTransport{base: base}}
 	if o.Grant == "client_credentials" {
 		// No person: the client's own credentials get the token.
-		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-			Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}},
-			HTTPClient:  client,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("mcp node %q: oauth client_credentials: %w", n.ID(), err)
+		var h auth.OAuthHandler
+		if o.PrivateKey != "" || o.PrivateKeyFile != "" {
+			signer, err := n.signingKey(o)
+			if err != nil {
+				return nil, err
+			}
+			h = newKeyJWTHandler(o.ClientID, signer, client)
+		} else {
+			cc, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+				Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}},
+				HTTPClient:  client,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("mcp node %q: oauth client_credentials: %w", n.ID(), err)
+			}
+			h = cc
 		}
 		n.oauth = backcompatAuth{h}
 		return n.oauth, nil
@@ -158,4 +171,29 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	}
 	n.oauth = backcompatAuth{h}
 	return n.oauth, nil
+}
+
+// signingKey reads the private key of o (expanded) for private_key_jwt.
+func (n *Node) signingKey(o mcpconf.OAuth) (*keySigner, error) {
+	text, where := []byte(o.PrivateKey), "private_key"
+	if o.PrivateKeyFile != "" {
+		where = "private_key_file " + o.PrivateKeyFile
+		if !filepath.IsAbs(o.PrivateKeyFile) {
+			return nil, fmt.Errorf("mcp node %q: oauth %s: not an absolute path: write the whole path, or start it with ${HOME}", n.ID(), where)
+		}
+		b, err := os.ReadFile(o.PrivateKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("mcp node %q: oauth private_key_file: %w", n.ID(), err)
+		}
+		text = b
+	} else if !bytes.Contains(text, []byte("\n")) {
+		// A PEM in one line, as CI secret stores often keep it: \n for
+		// each line break.
+		text = bytes.ReplaceAll(text, []byte(`\n`), []byte("\n"))
+	}
+	s, err := parseSigningKey(text, o.SigningAlg)
+	if err != nil {
+		return nil, fmt.Errorf("mcp node %q: oauth %s: %w", n.ID(), where, err)
+	}
+	return s, nil
 }
