@@ -3,6 +3,8 @@ package mcpconf
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -68,11 +70,26 @@ type OAuth struct {
 	// back; empty means the mcp node kind's default.
 	RedirectURL string `json:"redirect_url,omitempty"`
 	// Grant is "authorization_code" (the default: a person signs in) or
-	// "client_credentials" (machines and CI: ClientID and ClientSecret
-	// get the token, nobody signs in; the OAuth client-credentials
-	// extension, SEP-1046).
+	// "client_credentials" (machines and CI: ClientID and ClientSecret,
+	// or ClientID and a private key, get the token, nobody signs in; the
+	// OAuth client-credentials extension, SEP-1046).
 	Grant string `json:"grant,omitempty"`
+	// PrivateKey and PrivateKeyFile are the client's private key, PEM
+	// (PKCS #8, SEC 1 or PKCS #1), for client_credentials with
+	// private_key_jwt client authentication (RFC 7523): the PEM text
+	// itself (usually "${MY_KEY}") or the absolute path of a file that
+	// holds it. At most one of them and ClientSecret.
+	PrivateKey     string `json:"private_key,omitempty"`
+	PrivateKeyFile string `json:"private_key_file,omitempty"`
+	// SigningAlg is the JWS algorithm of the client assertion (RS256,
+	// RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA);
+	// empty means the key's own: ES256/ES384/ES512 by curve, RS256 for
+	// RSA, EdDSA for Ed25519.
+	SigningAlg string `json:"signing_alg,omitempty"`
 }
+
+// SigningAlgs are the values OAuth.SigningAlg may take.
+var SigningAlgs = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 
 // Spec returns the spec of an "mcp" node with id that runs s. s is kept as
 // written, ${VAR} references included: specs are saved unexpanded.
@@ -128,14 +145,44 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 		return Server{}, o, fmt.Errorf("mcp node %q: an %s server needs a url", spec.ID, s.Transport)
 	case o.OAuth != nil && s.Transport != "http":
 		return Server{}, o, fmt.Errorf("mcp node %q: oauth is for the http transport, not %s: remove the oauth options, or use the server's streamable HTTP URL", spec.ID, s.Transport)
-	case o.OAuth != nil && o.OAuth.Grant != "" && o.OAuth.Grant != "authorization_code" && o.OAuth.Grant != "client_credentials":
-		return Server{}, o, fmt.Errorf("mcp node %q: oauth grant %q: use authorization_code (a person signs in) or client_credentials (client_id and client_secret, no person)", spec.ID, o.OAuth.Grant)
-	case o.OAuth != nil && o.OAuth.Grant == "client_credentials" && (o.OAuth.ClientID == "" || o.OAuth.ClientSecret == ""):
-		return Server{}, o, fmt.Errorf("mcp node %q: oauth grant client_credentials needs client_id and client_secret (e.g. \"client_secret\": \"${MY_SECRET}\")", spec.ID)
-	case o.OAuth != nil && o.OAuth.ClientSecret != "" && o.OAuth.ClientID == "":
-		return Server{}, o, fmt.Errorf("mcp node %q: oauth client_secret needs the client_id it belongs to", spec.ID)
-	case o.OAuth != nil && o.OAuth.ClientMetadataURL != "" && !strings.HasPrefix(o.OAuth.ClientMetadataURL, "https://"):
-		return Server{}, o, fmt.Errorf("mcp node %q: oauth client_metadata_url %q must be an https URL with a path", spec.ID, o.OAuth.ClientMetadataURL)
+	case o.OAuth != nil:
+		if err := o.OAuth.check(); err != nil {
+			return Server{}, o, fmt.Errorf("mcp node %q: %w", spec.ID, err)
+		}
 	}
 	return s, o, nil
+}
+
+// check refuses oauth options that cannot work, saying what would.
+func (o *OAuth) check() error {
+	credentials := 0
+	for _, v := range []string{o.ClientSecret, o.PrivateKey, o.PrivateKeyFile} {
+		if v != "" {
+			credentials++
+		}
+	}
+	key := o.PrivateKey != "" || o.PrivateKeyFile != ""
+	switch {
+	case o.Grant != "" && o.Grant != "authorization_code" && o.Grant != "client_credentials":
+		return fmt.Errorf("oauth grant %q: use authorization_code (a person signs in) or client_credentials (client_id with client_secret or a private key, no person)", o.Grant)
+	case o.Grant == "client_credentials" && (o.ClientID == "" || credentials == 0):
+		return fmt.Errorf("oauth grant client_credentials needs client_id and client_secret (e.g. \"client_secret\": \"${MY_SECRET}\"), or client_id and private_key or private_key_file")
+	case credentials > 1:
+		return fmt.Errorf("oauth: give one of client_secret, private_key and private_key_file, not %d", credentials)
+	case key && o.Grant != "client_credentials":
+		return fmt.Errorf("oauth private_key and private_key_file are for \"grant\": \"client_credentials\" (private_key_jwt); add it, or sign in with a person (`nerve node auth`) and no key")
+	case o.SigningAlg != "" && !key:
+		return fmt.Errorf("oauth signing_alg %q needs private_key or private_key_file", o.SigningAlg)
+	case o.SigningAlg != "" && !slices.Contains(SigningAlgs, o.SigningAlg):
+		return fmt.Errorf("oauth signing_alg %q: use one of %s, or leave it out to use the key's own", o.SigningAlg, strings.Join(SigningAlgs, ", "))
+	case o.PrivateKey != "" && !strings.Contains(o.PrivateKey, "${") && !strings.Contains(o.PrivateKey, "-----BEGIN"):
+		return fmt.Errorf("oauth private_key holds the PEM text itself (usually \"${MY_KEY}\"); for a file use private_key_file")
+	case o.PrivateKeyFile != "" && !strings.HasPrefix(o.PrivateKeyFile, "$") && !filepath.IsAbs(o.PrivateKeyFile):
+		return fmt.Errorf("oauth private_key_file %q must be an absolute path (or start with a ${VAR} such as ${HOME})", o.PrivateKeyFile)
+	case o.ClientSecret != "" && o.ClientID == "":
+		return fmt.Errorf("oauth client_secret needs the client_id it belongs to")
+	case o.ClientMetadataURL != "" && !strings.HasPrefix(o.ClientMetadataURL, "https://"):
+		return fmt.Errorf("oauth client_metadata_url %q must be an https URL with a path", o.ClientMetadataURL)
+	}
+	return nil
 }

@@ -145,6 +145,17 @@ func TestOAuthGrantChecked(t *testing.T) {
 		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"password"}}`:                                                  "use authorization_code (a person signs in) or client_credentials",
 		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c"}}`:                        "needs client_id and client_secret",
 		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","client_secret":"${S}"}}`: "",
+		// private_key_jwt (RFC 7523): a key instead of a secret.
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","private_key":"${KEY}"}}`:                                "",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","private_key_file":"/etc/k.pem","signing_alg":"PS256"}}`: "",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","private_key_file":"${HOME}/k.pem"}}`:                    "",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","private_key":"${KEY}"}}`:                                                "needs client_id and client_secret",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","client_secret":"s","private_key":"${K}"}}`:              "give one of client_secret, private_key and private_key_file, not 2",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"client_id":"c","private_key":"${KEY}"}}`:                                                             `private_key and private_key_file are for "grant": "client_credentials"`,
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","private_key":"/home/me/k.pem"}}`:                        "private_key holds the PEM text itself",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","private_key_file":"k.pem"}}`:                            `private_key_file "k.pem" must be an absolute path`,
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","private_key":"${K}","signing_alg":"HS256"}}`:            `signing_alg "HS256": use one of RS256`,
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","client_secret":"s","signing_alg":"ES256"}}`:             "signing_alg \"ES256\" needs private_key or private_key_file",
 	} {
 		_, _, err := ServerFromSpec(node.Spec{ID: "x", Kind: Kind, Options: json.RawMessage(opts)})
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {

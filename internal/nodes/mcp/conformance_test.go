@@ -48,22 +48,30 @@ func TestConformanceClientCore(t *testing.T) {
 	}
 }
 
-// TestConformanceClientCredentials runs the suite's client-credentials
-// extension scenario (machines and CI: oauth grant client_credentials, no
-// person signs in) against fixtures/conformance-client.
-func TestConformanceClientCredentials(t *testing.T) {
+// TestConformanceClientBeyondCore runs the suite's client scenarios
+// outside --suite core that nerve passes: the client-credentials
+// extension (machines and CI: oauth grant client_credentials, no person
+// signs in) with a client secret and with a private key
+// (private_key_jwt), and a server of MCP 2025-03-26, which
+// predates protected resource metadata and names another issuer in the
+// authorization server metadata at its root.
+func TestConformanceClientBeyondCore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance suite takes a few seconds")
 	}
 	suite := npmfix.Conformance(t)
 	client := testutil.BuildBinary(t, "./fixtures/conformance-client")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	args := append(suite[1:], "client", "--command", client, "--scenario", "auth/client-credentials-basic", "-o", t.TempDir())
-	cmd := exec.CommandContext(ctx, suite[0], args...)
-	cmd.Dir = t.TempDir()
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "OVERALL: PASSED") {
-		t.Fatalf("auth/client-credentials-basic: %v\n%s", err, out)
+	for _, scenario := range []string{"auth/client-credentials-basic", "auth/client-credentials-jwt", "auth/2025-03-26-oauth-metadata-backcompat"} {
+		t.Run(scenario, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			args := append(suite[1:len(suite):len(suite)], "client", "--command", client, "--scenario", scenario, "-o", t.TempDir())
+			cmd := exec.CommandContext(ctx, suite[0], args...)
+			cmd.Dir = t.TempDir()
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "OVERALL: PASSED") {
+				t.Fatalf("%s: %v\n%s", scenario, err, out)
+			}
+		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -463,3 +465,34 @@ func TestCallCapStopsEvenWithProgress(t *testing.T) {
 		t.Errorf("state %s after the cap, want READY", n.State())
 	}
 }
+
+// TestFactoryResolvesTheNodesVariables: the kind the daemon registers
+// (Factory, not New) resolves ${VAR} against the node's variables (the
+// client's environment and nerve's env file), not the daemon's.
+func TestFactoryResolvesTheNodesVariables(t *testing.T) {
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newTestServer() }, nil)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Key") != "from-the-client" {
+			http.Error(w, "wrong key", http.StatusForbidden)
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	opts := json.RawMessage(`{"transport":"http","url":"` + srv.URL + `","headers":{"X-Key":"${NERVE_TEST_NODE_KEY}"}}`)
+	n, err := Factory(&Options{})(node.Spec{ID: "vars", Kind: Kind, Options: opts}, node.Env{Vars: mapVars{"NERVE_TEST_NODE_KEY": "from-the-client"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(context.Background()); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	n.Stop(context.Background())
+}
+
+// mapVars is node.Vars over a map.
+type mapVars map[string]string
+
+func (m mapVars) Lookup(k string) (string, bool) { v, ok := m[k]; return v, ok }
+func (m mapVars) Environ() []string              { return nil }
+func (m mapVars) Where() string                  { return "the test's variables" }

@@ -1,10 +1,13 @@
 package mcpnode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
@@ -47,6 +50,7 @@ type Options struct {
 func Factory(opts *Options) node.Factory {
 	return func(spec node.Spec, env node.Env) (node.Node, error) {
 		cfg := defaultConfig()
+		cfg.lookup, cfg.environ = env.Lookup, env.Environ
 		if opts != nil {
 			cfg.authorize, cfg.tokens = opts.Authorize, opts.Tokens
 		}
@@ -67,7 +71,7 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if n.opts.OAuth != nil {
 		o = *n.opts.OAuth
 	}
-	for _, f := range []*string{&o.ClientID, &o.ClientSecret, &o.ClientMetadataURL, &o.RedirectURL} {
+	for _, f := range []*string{&o.ClientID, &o.ClientSecret, &o.ClientMetadataURL, &o.RedirectURL, &o.PrivateKey, &o.PrivateKeyFile} {
 		v, err := mcpconf.Expand(*f, n.cfg.lookup)
 		if err != nil {
 			return nil, fmt.Errorf("mcp node %q: oauth: %w", n.ID(), err)
@@ -77,20 +81,34 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if o.RedirectURL == "" {
 		o.RedirectURL = DefaultRedirectURL
 	}
-	if client == nil {
-		client = http.DefaultClient
+	// Every handler discovers through backcompatTransport, so that servers
+	// of MCP 2025-03-26 work too (backcompat.go).
+	base := http.DefaultTransport
+	if client != nil && client.Transport != nil {
+		base = client.Transport
 	}
+	client = &http.Client{Transport: backcompatTransport{base: base}}
 	if o.Grant == "client_credentials" {
 		// No person: the client's own credentials get the token.
-		h, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-			Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}},
-			HTTPClient:  client,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("mcp node %q: oauth client_credentials: %w", n.ID(), err)
+		var h auth.OAuthHandler
+		if o.PrivateKey != "" || o.PrivateKeyFile != "" {
+			signer, err := n.signingKey(o)
+			if err != nil {
+				return nil, err
+			}
+			h = newKeyJWTHandler(o.ClientID, signer, client)
+		} else {
+			cc, err := extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
+				Credentials: &oauthex.ClientCredentials{ClientID: o.ClientID, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: o.ClientSecret}},
+				HTTPClient:  client,
+			})
+			if err != nil {
+				return nil, fmt.Errorf("mcp node %q: oauth client_credentials: %w", n.ID(), err)
+			}
+			h = cc
 		}
-		n.oauth = h
-		return h, nil
+		n.oauth = backcompatAuth{h}
+		return n.oauth, nil
 	}
 	id, authorize := n.ID(), n.cfg.authorize
 	cfg := &auth.AuthorizationCodeHandlerConfig{
@@ -112,7 +130,11 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 			if authorize == nil {
 				return nil, fmt.Errorf("%w: nobody to sign in at %s", ErrAuthorizationRequired, args.URL)
 			}
-			return authorize(ctx, id, args)
+			res, err := authorize(ctx, id, args)
+			if res != nil {
+				res.Iss = authorizationIss(ctx, res.Iss)
+			}
+			return res, err
 		},
 		Client: client,
 	}
@@ -147,6 +169,31 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if err != nil {
 		return nil, fmt.Errorf("mcp node %q: oauth options: %w", n.ID(), err)
 	}
-	n.oauth = h
-	return h, nil
+	n.oauth = backcompatAuth{h}
+	return n.oauth, nil
+}
+
+// signingKey reads the private key of o (expanded) for private_key_jwt.
+func (n *Node) signingKey(o mcpconf.OAuth) (*keySigner, error) {
+	text, where := []byte(o.PrivateKey), "private_key"
+	if o.PrivateKeyFile != "" {
+		where = "private_key_file " + o.PrivateKeyFile
+		if !filepath.IsAbs(o.PrivateKeyFile) {
+			return nil, fmt.Errorf("mcp node %q: oauth %s: not an absolute path: write the whole path, or start it with ${HOME}", n.ID(), where)
+		}
+		b, err := os.ReadFile(o.PrivateKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("mcp node %q: oauth private_key_file: %w", n.ID(), err)
+		}
+		text = b
+	} else if !bytes.Contains(text, []byte("\n")) {
+		// A PEM in one line, as CI secret stores often keep it: \n for
+		// each line break.
+		text = bytes.ReplaceAll(text, []byte(`\n`), []byte("\n"))
+	}
+	s, err := parseSigningKey(text, o.SigningAlg)
+	if err != nil {
+		return nil, fmt.Errorf("mcp node %q: oauth %s: %w", n.ID(), where, err)
+	}
+	return s, nil
 }
