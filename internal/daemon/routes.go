@@ -22,6 +22,7 @@ func (d *Daemon) routes() http.Handler {
 		{"GET /v1/sessions/{session}/nodes", d.handleNodes},
 		{"POST /v1/sessions/{session}/nodes", d.handleAddNode},
 		{"GET /v1/sessions/{session}/nodes/{node}", d.handleNode},
+		{"PUT /v1/sessions/{session}/nodes/{node}", d.handleReplaceNode},
 		{"DELETE /v1/sessions/{session}/nodes/{node}", d.handleRemoveNode},
 		{"POST /v1/sessions/{session}/nodes/{node}/restart", d.handleRestart},
 		{"POST /v1/sessions/{session}/nodes/{node}/stop", d.handleStop},   // stop.go
