@@ -456,12 +456,23 @@ func runGraphShow(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		return err
 	}
+	if env.JSON && len(inv.Args) == 1 {
+		// The run's whole record, as the graph keeps it (issue 17, item 9).
+		id := inv.Args[0]
+		name, _, _ := strings.Cut(id, ".")
+		s, err := env.session(ctx)
+		if err != nil {
+			return err
+		}
+		rec, err := s.RunRecord(ctx, name, id)
+		if err != nil {
+			return err
+		}
+		return printJSON(env, rec)
+	}
 	s, name, r, err := findRun(ctx, env, inv)
 	if err != nil {
 		return err
-	}
-	if env.JSON {
-		return printJSON(env, r)
 	}
 	var def *graph.Def
 	if src, err := graphSource(ctx, s, name); err == nil {

@@ -33,6 +33,7 @@ func (d *Daemon) routes() http.Handler {
 		{"PUT /v1/sessions/{session}/settings", d.handleSettings},
 		{"GET /v1/sessions/{session}/nodes/{node}/tools", d.handleTools},
 		{"POST /v1/sessions/{session}/nodes/{node}/call", d.handleCall},
+		{"GET /v1/sessions/{session}/nodes/{node}/runs/{run}", d.handleRun}, // runs.go
 		{"POST /v1/sessions/{session}/nodes/{node}/reset", d.handleReset},
 		{"GET /v1/sessions/{session}/nodes/{node}/resources", d.handleResources},
 		{"POST /v1/sessions/{session}/nodes/{node}/resources/read", d.handleReadResource},

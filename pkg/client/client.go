@@ -318,6 +318,15 @@ func (s *Session) Replace(ctx context.Context, spec node.Spec) (api.NodeResponse
 	return r, err
 }
 
+// RunRecord returns the whole record of run runID of graph nodeID, as
+// JSON (docs/daemon.md): each step's arguments as JSON, its text whole up
+// to 64 KiB.
+func (s *Session) RunRecord(ctx context.Context, nodeID, runID string) (json.RawMessage, error) {
+	var rec json.RawMessage
+	err := s.c.do(ctx, http.MethodGet, s.nodePath(nodeID)+"/runs/"+url.PathEscape(runID), nil, &rec)
+	return rec, err
+}
+
 // Remove stops a node and removes it.
 func (s *Session) Remove(ctx context.Context, id string) error {
 	return s.c.do(ctx, http.MethodDelete, s.nodePath(id), nil, nil)
