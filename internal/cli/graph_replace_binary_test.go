@@ -168,7 +168,7 @@ func TestBinaryGraphEditSurvivesDaemonKill(t *testing.T) {
 	pidOf := regexp.MustCompile(`pid (\d+)`)
 
 	cur := 0
-	for round := range 8 {
+	for round := range 6 {
 		m := pidOf.FindStringSubmatch(n.Must("daemon", "status"))
 		if m == nil {
 			t.Fatal("`nerve daemon status` names no pid")
