@@ -257,9 +257,18 @@ func runGraphLs(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 	var graphs []node.Info
 	for _, i := range infos {
-		if i.Kind == graph.Kind {
-			graphs = append(graphs, i)
+		if i.Kind != graph.Kind {
+			continue
 		}
+		if i.State == node.Created || i.State == node.Starting {
+			// Right after a daemon start the session is restored in the
+			// background: a graph about to start is shown once it has
+			// (at once; a graph's start reads only its run records).
+			if d, err := startedNode(ctx, s, i.ID); err == nil {
+				i = d.Info
+			}
+		}
+		graphs = append(graphs, i)
 	}
 	if env.JSON {
 		if graphs == nil {
