@@ -68,8 +68,9 @@ type graphFileError struct{ msg string }
 func (e *graphFileError) Error() string { return e.msg }
 func (e *graphFileError) Unwrap() error { return client.ErrBadRequest }
 
-// readGraph reads a graph file and checks it against the session.
-func readGraph(ctx context.Context, env *Env, s *client.Session, name, file string) (string, error) {
+// readGraph reads a graph's definition from a file (- for stdin). The
+// daemon checks it (graph.Check): this only reads.
+func readGraph(env *Env, file string) (string, error) {
 	if file == "" {
 		return "", &UsageError{Msg: "say where the definition is: --from FILE (YAML or JSON), or --from - for standard input"}
 	}
@@ -82,130 +83,60 @@ func readGraph(ctx context.Context, env *Env, s *client.Session, name, file stri
 		defer f.Close()
 		r = f
 	}
-	// One byte over the limit is enough for graph.Parse to refuse it.
+	// One byte over the limit is enough for the daemon to refuse it.
 	src, err := io.ReadAll(io.LimitReader(r, graph.MaxSourceSize+1))
 	if err != nil {
 		return "", fmt.Errorf("reading the graph: %w", err)
 	}
-	return string(src), checkGraph(ctx, env, s, name, file, string(src))
+	return string(src), nil
 }
 
-// checkGraph checks a definition against the session: its format, its
-// calls (tools, arguments) and cycles through other graphs. Mistakes are
-// listed as FILE:LINE:COLUMN; warnings (a raw reference that reaches a
-// shell) are printed on stderr.
-func checkGraph(ctx context.Context, env *Env, s *client.Session, name, file, src string) error {
-	places := func(err error) []string {
-		lines := strings.Split(err.Error(), "\n")
-		for i, l := range lines {
-			if file == "" {
-				// A definition the builder wrote: its places mean nothing to the person.
-				lines[i] = "graph " + name + ": " + filePos.ReplaceAllString(l, "")
-				continue
-			}
-			if l != "" && l[0] >= '0' && l[0] <= '9' {
-				lines[i] = file + ":" + l
-			} else {
-				lines[i] = file + ": " + l
-			}
+// graphPlaces puts the file's name before each LINE:COLUMN of the daemon's
+// report (mistakes or warnings), as compilers print them. A definition
+// the builder wrote (no file) has places that mean nothing to the person:
+// "graph NAME: ..." instead.
+func graphPlaces(name, file string, lines []string) []string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		switch {
+		case file == "":
+			out[i] = "graph " + name + ": " + filePos.ReplaceAllString(l, "")
+		case l != "" && l[0] >= '0' && l[0] <= '9':
+			out[i] = file + ":" + l
+		default:
+			out[i] = file + ": " + l
 		}
-		return lines
 	}
-	prefix := func(err error) error {
-		return &graphFileError{msg: fmt.Sprintf("graph %s has mistakes:\n  %s", name, strings.Join(places(err), "\n  "))}
-	}
-	// Every mistake at once: those of the file and those of its calls.
-	d, perr := graph.ParseAll([]byte(src))
-	if d == nil {
-		return prefix(perr)
-	}
-	tools, down, err := graphCatalogue(ctx, s, name)
-	if err != nil {
+	return out
+}
+
+// graphMistakes is the daemon's refusal of a definition (graph.Mistakes:
+// "graph NAME has mistakes:" and a line per mistake) with file's places.
+func graphMistakes(name, file string, err error) error {
+	var ce *client.Error
+	head := "graph " + name + " has mistakes:\n  "
+	if !errors.As(err, &ce) || !errors.Is(err, client.ErrBadRequest) || !strings.HasPrefix(ce.Message, head) {
 		return err
 	}
-	graphs, err := sessionGraphs(ctx, s, name)
-	if err != nil {
-		return err
-	}
-	var all graph.Errors
-	var es graph.Errors
-	if errors.As(perr, &es) {
-		all = append(all, es...)
-	}
-	if errors.As(graph.CheckCalls(d, name, tools, graphs, down), &es) {
-		all = append(all, es...)
-	}
-	if len(all) > 0 {
-		return prefix(graph.Sorted(all))
-	}
-	warn := graph.ShellWarnings(d, tools)
-	warn = append(warn, graph.DownWarnings(d, down)...)
-	if len(warn) > 0 {
-		for _, l := range places(warn) {
-			fmt.Fprintf(env.Stderr, "warning: %s\n", l)
-		}
-	}
-	return nil
+	lines := graphPlaces(name, file, strings.Split(strings.TrimPrefix(ce.Message, head), "\n  "))
+	return &graphFileError{msg: head + strings.Join(lines, "\n  ")}
 }
 
-// graphCatalogue is what a graph is checked against: the tools of every
-// node but skip, whatever its state (a node that is starting or in ERROR
-// still lists its tools, an MCP node its catalogue), and the nodes whose
-// tools cannot be listed now, with why (their calls are not checked).
-func graphCatalogue(ctx context.Context, s *client.Session, skip string) (map[string]*mcp.Tool, map[string]string, error) {
-	toolset, err := s.Toolset(ctx)
+// putGraph adds graph name, or replaces it in one step (replace), and
+// prints the warnings of the daemon's check on stderr.
+func putGraph(ctx context.Context, env *Env, s *client.Session, name, file, src string, replace bool) (node.Info, error) {
+	put := s.AddNode
+	if replace {
+		put = s.Replace
+	}
+	resp, err := put(ctx, graphSpec(name, src))
 	if err != nil {
-		return nil, nil, err
+		return node.Info{}, graphMistakes(name, file, err)
 	}
-	tools := map[string]*mcp.Tool{}
-	listed := map[string]bool{}
-	for _, t := range toolset {
-		listed[t.Node] = true
-		if t.Node != skip {
-			tools[t.Qualified] = t.Tool
-		}
+	for _, l := range graphPlaces(name, file, resp.Warnings) {
+		fmt.Fprintf(env.Stderr, "warning: %s\n", l)
 	}
-	infos, err := s.Nodes(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	down := map[string]string{}
-	for _, i := range infos {
-		if i.ID == skip || listed[i.ID] {
-			continue
-		}
-		ts, err := s.Tools(ctx, i.ID)
-		if err != nil {
-			down[i.ID] = node.NotReady(i.ID, i.State, i.Error).Error()
-			continue
-		}
-		for _, t := range ts {
-			tools[node.QualifiedName(i.ID, t.Name)] = t
-		}
-	}
-	return tools, down, nil
-}
-
-// sessionGraphs returns the definitions of the session's graphs but skip.
-func sessionGraphs(ctx context.Context, s *client.Session, skip string) (map[string]*graph.Def, error) {
-	infos, err := s.Nodes(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*graph.Def{}
-	for _, i := range infos {
-		if i.Kind != graph.Kind || i.ID == skip {
-			continue
-		}
-		src, err := graphSource(ctx, s, i.ID)
-		if err != nil {
-			continue
-		}
-		if d, err := graph.Parse([]byte(src)); err == nil {
-			out[i.ID] = d
-		}
-	}
-	return out, nil
+	return resp.Info, nil
 }
 
 func graphSource(ctx context.Context, s *client.Session, id string) (string, error) {
@@ -247,11 +178,12 @@ func runGraphAdd(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	src, err := readGraph(ctx, env, s, name, inv.Flag("from"))
+	file := inv.Flag("from")
+	src, err := readGraph(env, file)
 	if err != nil {
 		return err
 	}
-	info, err := s.Add(ctx, graphSpec(name, src))
+	info, err := putGraph(ctx, env, s, name, file, src, false)
 	if err != nil {
 		return err
 	}
@@ -271,23 +203,18 @@ func runGraphEdit(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	old, err := graphSource(ctx, s, name)
+	if _, err := graphSource(ctx, s, name); err != nil {
+		return err // no such graph, or not a graph
+	}
+	file := inv.Flag("from")
+	src, err := readGraph(env, file)
 	if err != nil {
 		return err
 	}
-	src, err := readGraph(ctx, env, s, name, inv.Flag("from"))
+	// One request: the daemon checks the definition and replaces the old
+	// one in one step, or changes nothing.
+	info, err := putGraph(ctx, env, s, name, file, src, true)
 	if err != nil {
-		return err
-	}
-	if err := s.Remove(ctx, name); err != nil {
-		return err
-	}
-	info, err := s.Add(ctx, graphSpec(name, src))
-	if err != nil {
-		// Put the old one back: an edit that fails changes nothing.
-		if _, err2 := s.Add(ctx, graphSpec(name, old)); err2 != nil {
-			return errors.Join(err, fmt.Errorf("restoring the old definition: %w", err2))
-		}
 		return err
 	}
 	if env.JSON {
@@ -330,9 +257,18 @@ func runGraphLs(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 	var graphs []node.Info
 	for _, i := range infos {
-		if i.Kind == graph.Kind {
-			graphs = append(graphs, i)
+		if i.Kind != graph.Kind {
+			continue
 		}
+		if i.State == node.Created || i.State == node.Starting {
+			// Right after a daemon start the session is restored in the
+			// background: a graph about to start is shown once it has
+			// (at once; a graph's start reads only its run records).
+			if d, err := startedNode(ctx, s, i.ID); err == nil {
+				i = d.Info
+			}
+		}
+		graphs = append(graphs, i)
 	}
 	if env.JSON {
 		if graphs == nil {
@@ -529,12 +465,23 @@ func runGraphShow(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		return err
 	}
+	if env.JSON && len(inv.Args) == 1 {
+		// The run's whole record, as the graph keeps it (issue 17, item 9).
+		id := inv.Args[0]
+		name, _, _ := strings.Cut(id, ".")
+		s, err := env.session(ctx)
+		if err != nil {
+			return err
+		}
+		rec, err := s.RunRecord(ctx, name, id)
+		if err != nil {
+			return err
+		}
+		return printJSON(env, rec)
+	}
 	s, name, r, err := findRun(ctx, env, inv)
 	if err != nil {
 		return err
-	}
-	if env.JSON {
-		return printJSON(env, r)
 	}
 	var def *graph.Def
 	if src, err := graphSource(ctx, s, name); err == nil {
@@ -664,21 +611,8 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return usagef(inv, "%v", err)
 	}
-	if err := checkGraph(ctx, env, s, name, "", src); err != nil {
-		return err
-	}
-	if exists {
-		if err := s.Remove(ctx, name); err != nil {
-			return err
-		}
-	}
-	info, err := s.Add(ctx, graphSpec(name, src))
+	info, err := putGraph(ctx, env, s, name, "", src, exists)
 	if err != nil {
-		if exists {
-			if _, err2 := s.Add(ctx, graphSpec(name, old)); err2 != nil {
-				return errors.Join(err, fmt.Errorf("restoring the old definition: %w", err2))
-			}
-		}
 		return err
 	}
 	if env.JSON {

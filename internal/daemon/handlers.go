@@ -186,6 +186,13 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
+	// The kind's rules (a graph's calls, schemas, cycles) hold for every
+	// client, not only the CLI.
+	warnings, err := s.Check(r.Context(), spec)
+	if err != nil {
+		writeErr(w, specError(err))
+		return
+	}
 	_, err = s.RegisterToStart(spec)
 	if err == nil {
 		s.SetClientEnv(spec.ID, requestEnv(r))
@@ -212,7 +219,67 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, api.NodeResponse{Info: info})
+	writeJSON(w, http.StatusCreated, api.NodeResponse{Info: info, Warnings: warnings})
+}
+
+// specError is the error of a spec that its kind's check or factory
+// refused: the caller's to fix (400), unless it says otherwise.
+func specError(err error) error {
+	if status, _ := apiError(err); status != http.StatusInternalServerError {
+		return err
+	}
+	return badRequest(err)
+}
+
+// handleReplaceNode puts a new spec in the place of a node in one step
+// (session.Replace), checked first as an add is: a spec with mistakes
+// changes nothing, and the state file holds the old spec or the new one
+// at every moment.
+func (d *Daemon) handleReplaceNode(w http.ResponseWriter, r *http.Request) {
+	var spec node.Spec
+	if err := readJSON(r, &spec); err != nil {
+		writeErr(w, err)
+		return
+	}
+	id := r.PathValue("node")
+	if spec.ID == "" {
+		spec.ID = id
+	}
+	if spec.ID != id {
+		writeErr(w, badRequest(fmt.Errorf("the spec is for node %q, the route for node %q: replace a node by its own id", spec.ID, id)))
+		return
+	}
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	defer d.unmarkRestoring(r.PathValue("session"), id) // a held node is held no more
+	warnings, err := s.Check(r.Context(), spec)
+	if err != nil {
+		writeErr(w, specError(err))
+		return
+	}
+	n, err := s.Replace(session.WithClientEnv(r.Context(), requestEnv(r)), spec)
+	if n == nil {
+		writeErr(w, specError(err))
+		return
+	}
+	info, ierr := s.Info(id)
+	if err != nil {
+		e := api.Error{Code: api.CodeStartFailed,
+			Message: fmt.Sprintf("node %q was replaced but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s`", id, err, id, id)}
+		if ierr == nil {
+			e.Node = &info
+		}
+		writeError(w, http.StatusBadGateway, e)
+		return
+	}
+	if ierr != nil {
+		writeErr(w, ierr)
+		return
+	}
+	writeJSON(w, http.StatusOK, api.NodeResponse{Info: info, Warnings: warnings})
 }
 
 func (d *Daemon) handleNode(w http.ResponseWriter, r *http.Request) {

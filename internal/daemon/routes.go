@@ -22,6 +22,7 @@ func (d *Daemon) routes() http.Handler {
 		{"GET /v1/sessions/{session}/nodes", d.handleNodes},
 		{"POST /v1/sessions/{session}/nodes", d.handleAddNode},
 		{"GET /v1/sessions/{session}/nodes/{node}", d.handleNode},
+		{"PUT /v1/sessions/{session}/nodes/{node}", d.handleReplaceNode},
 		{"DELETE /v1/sessions/{session}/nodes/{node}", d.handleRemoveNode},
 		{"POST /v1/sessions/{session}/nodes/{node}/restart", d.handleRestart},
 		{"POST /v1/sessions/{session}/nodes/{node}/stop", d.handleStop},   // stop.go
@@ -32,6 +33,7 @@ func (d *Daemon) routes() http.Handler {
 		{"PUT /v1/sessions/{session}/settings", d.handleSettings},
 		{"GET /v1/sessions/{session}/nodes/{node}/tools", d.handleTools},
 		{"POST /v1/sessions/{session}/nodes/{node}/call", d.handleCall},
+		{"GET /v1/sessions/{session}/nodes/{node}/runs/{run}", d.handleRun}, // runs.go
 		{"POST /v1/sessions/{session}/nodes/{node}/reset", d.handleReset},
 		{"GET /v1/sessions/{session}/nodes/{node}/resources", d.handleResources},
 		{"POST /v1/sessions/{session}/nodes/{node}/resources/read", d.handleReadResource},

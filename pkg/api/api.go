@@ -141,9 +141,15 @@ type CallLine struct {
 	Error    *Error              `json:"error,omitempty"`
 }
 
-// NodeResponse answers add and restart with the node's Info afterwards.
+// NodeResponse answers add, replace and restart with the node's Info
+// afterwards.
 type NodeResponse struct {
 	Info node.Info `json:"info"`
+	// Warnings, on an add or a replace, are what the kind's check found
+	// worth a person's eye without refusing the spec (a graph's raw
+	// reference reaching a shell, a call whose node is down), each at
+	// LINE:COLUMN of the definition where it has a place.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Event is one line of GET /v1/sessions/{s}/events: a session event.

@@ -38,8 +38,8 @@ type Options struct {
 	// OnVersionMismatch is told the daemon's version the first time it
 	// differs from Version.
 	OnVersionMismatch func(daemonVersion string)
-	// Environ, if set, is the environment sent with the requests that add
-	// or restart a node (api.HeaderClientEnv): ${VAR} in the node's spec
+	// Environ, if set, is the environment sent with the requests that add,
+	// replace or restart a node (api.HeaderClientEnv): ${VAR} in the node's spec
 	// resolves against it first.
 	Environ func() []string
 	// Revive, if set, is called when a request could not reach the daemon
@@ -165,7 +165,9 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hasBody bool
 	if c.opts.Caller != "" {
 		req.Header.Set(api.HeaderCaller, c.opts.Caller)
 	}
-	if c.opts.Environ != nil && method == http.MethodPost && (strings.HasSuffix(path, "/nodes") || strings.HasSuffix(path, "/restart")) {
+	builds := method == http.MethodPost && (strings.HasSuffix(path, "/nodes") || strings.HasSuffix(path, "/restart")) ||
+		method == http.MethodPut && strings.Contains(path, "/nodes/") // add, restart, replace
+	if c.opts.Environ != nil && builds {
 		if data, err := json.Marshal(c.opts.Environ()); err == nil {
 			req.Header.Set(api.HeaderClientEnv, base64.StdEncoding.EncodeToString(data))
 		}
@@ -292,9 +294,37 @@ func (s *Session) Node(ctx context.Context, id string) (api.NodeDetail, error) {
 // session in ERROR: the error matches ErrStartFailed and its Node field
 // holds the node's Info.
 func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Info, error) {
+	r, err := s.AddNode(ctx, spec)
+	return r.Info, err
+}
+
+// AddNode is Add answering with the whole response: the node's Info and
+// the warnings of its kind's check. A spec the check refuses (a graph
+// with mistakes) matches ErrBadRequest, its message listing every mistake.
+func (s *Session) AddNode(ctx context.Context, spec node.Spec) (api.NodeResponse, error) {
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes", spec, &r)
-	return r.Info, err
+	return r, err
+}
+
+// Replace puts a node built from spec in the place of node spec.ID in one
+// step, checked first as an add is: a spec with mistakes (ErrBadRequest)
+// changes nothing, and a daemon killed meanwhile comes back with the old
+// spec or the new one. A new node that did not start is in ERROR: the
+// error matches ErrStartFailed.
+func (s *Session) Replace(ctx context.Context, spec node.Spec) (api.NodeResponse, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPut, s.nodePath(spec.ID), spec, &r)
+	return r, err
+}
+
+// RunRecord returns the whole record of run runID of graph nodeID, as
+// JSON (docs/daemon.md): each step's arguments as JSON, its text whole up
+// to 64 KiB.
+func (s *Session) RunRecord(ctx context.Context, nodeID, runID string) (json.RawMessage, error) {
+	var rec json.RawMessage
+	err := s.c.do(ctx, http.MethodGet, s.nodePath(nodeID)+"/runs/"+url.PathEscape(runID), nil, &rec)
+	return rec, err
 }
 
 // Remove stops a node and removes it.

@@ -210,3 +210,27 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// Catalogue is what a spec is checked against before it joins a session
+// (Check): the tools of the session's other nodes, whatever their state
+// (a node that is starting or in ERROR still lists its tools, an mcp node
+// its catalogue), the nodes whose tools cannot be listed now, and the
+// other nodes' specs.
+type Catalogue struct {
+	// Tools maps qualified names (node.tool) to the tools of the other nodes.
+	Tools map[string]*mcp.Tool
+	// Down maps the other nodes whose tools cannot be listed now to why:
+	// calls of their tools cannot be checked.
+	Down map[string]string
+	// Specs are the other nodes' specs, by id (a graph reads those of the
+	// graphs it calls).
+	Specs map[string]Spec
+}
+
+// Check is a kind's check of a spec against its session, run before the
+// spec is added or replaces a node at a person's or a program's request —
+// never on a restore, when the nodes it uses may not be back yet. It
+// returns every mistake in one error and warnings: what a person should
+// see but that does not stop the spec. A kind registers it beside its
+// Factory (session.Registry.RegisterCheck).
+type Check func(ctx context.Context, spec Spec, c *Catalogue) (warnings []string, err error)

@@ -16,6 +16,7 @@ type Registry struct {
 	// mu guards the fields below.
 	mu        sync.RWMutex
 	factories map[string]node.Factory
+	checks    map[string]node.Check
 }
 
 // Register adds (or replaces) the factory of kind.
@@ -26,6 +27,23 @@ func (r *Registry) Register(kind string, f node.Factory) {
 		r.factories = make(map[string]node.Factory)
 	}
 	r.factories[kind] = f
+}
+
+// RegisterCheck adds (or replaces) the check of kind's specs against the
+// session (node.Check), which Session.Check runs.
+func (r *Registry) RegisterCheck(kind string, c node.Check) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.checks == nil {
+		r.checks = make(map[string]node.Check)
+	}
+	r.checks[kind] = c
+}
+
+func (r *Registry) check(kind string) node.Check {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.checks[kind]
 }
 
 // Kinds returns the registered kinds, sorted.

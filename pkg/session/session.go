@@ -196,6 +196,12 @@ func (s *Session) StartRegistered(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	return s.startPending(ctx, e)
+}
+
+// startPending starts the node of e, registered to start, and ends the
+// wait of the requests that found it CREATED.
+func (s *Session) startPending(ctx context.Context, e *entry) error {
 	defer e.setPending(false)
 	if l, ok := e.n.(node.Lazy); (ok && l.StartsLazily()) || e.stopped.Load() {
 		return nil // its first call starts it, or it is held stopped

@@ -21,6 +21,7 @@ func RegisterWith(r *session.Registry, mcp *mcpnode.Options) {
 	r.Register(bash.Kind, bash.New)
 	r.Register(claude.Kind, claude.New)
 	r.Register(graph.Kind, graph.New)
+	r.RegisterCheck(graph.Kind, graph.Check)
 	r.Register(identity.Kind, identity.New)
 	r.Register(llm.Kind, llm.New)
 	r.Register(mcpnode.Kind, mcpnode.Factory(mcp))

@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -292,3 +294,60 @@ func (d *Def) InputSchema() map[string]any {
 // to finish instead of starting anew (nerve graph resume). It is not an
 // input: a model filling in the tool's arguments never sees it.
 const MetaResume = "nerve.dev/resume"
+
+// Check is the graph kind's node.Check, run by the session before a graph
+// is added or replaces one: every mistake of the definition — its format,
+// its calls against the session's tools (names, arguments), cycles through
+// the session's other graphs — in one *Mistakes, each at LINE:COLUMN of
+// the source. The warnings name raw references that reach a shell and
+// calls that could not be checked because their node is down (a graph may
+// be edited while a node it uses is down), each at LINE:COLUMN too.
+func Check(ctx context.Context, spec node.Spec, c *node.Catalogue) ([]string, error) {
+	var o Options
+	if err := spec.DecodeOptions(&o); err != nil {
+		return nil, err
+	}
+	d, perr := ParseAll([]byte(o.Source))
+	if d == nil {
+		return nil, &Mistakes{Graph: spec.ID, Err: perr}
+	}
+	graphs := map[string]*Def{}
+	for id, sp := range c.Specs {
+		var other Options
+		if sp.Kind != Kind || sp.DecodeOptions(&other) != nil {
+			continue
+		}
+		if g, err := Parse([]byte(other.Source)); err == nil {
+			graphs[id] = g
+		}
+	}
+	var all, es Errors
+	if errors.As(perr, &es) {
+		all = append(all, es...)
+	}
+	if errors.As(CheckCalls(d, spec.ID, c.Tools, graphs, c.Down), &es) {
+		all = append(all, es...)
+	}
+	if len(all) > 0 {
+		return nil, &Mistakes{Graph: spec.ID, Err: Sorted(all)}
+	}
+	var warn []string
+	for _, w := range append(ShellWarnings(d, c.Tools), DownWarnings(d, c.Down)...) {
+		warn = append(warn, w.Error())
+	}
+	return warn, nil
+}
+
+// Mistakes is a graph definition refused by Check: its message is one
+// report, "graph NAME has mistakes:" and then each mistake on a line of
+// its own, indented, at LINE:COLUMN where it has a place.
+type Mistakes struct {
+	Graph string
+	Err   error // an Errors, or what the source could not be read for
+}
+
+func (m *Mistakes) Error() string {
+	return fmt.Sprintf("graph %s has mistakes:\n  %s", m.Graph, strings.ReplaceAll(m.Err.Error(), "\n", "\n  "))
+}
+
+func (m *Mistakes) Unwrap() error { return m.Err }

@@ -215,6 +215,14 @@ func (n *Node) asker() Asker {
 	}
 }
 
+// RunRecord returns the record of run id of this graph as JSON (the
+// daemon's GET …/runs/{run}, `nerve --json graph show RUN`): inputs,
+// output, and each step's state, time, arguments and result, whole up to
+// 64 KiB each (Record).
+func (n *Node) RunRecord(id string) (json.RawMessage, error) {
+	return n.runs.record(id)
+}
+
 func (n *Node) Info() node.Info {
 	info := n.BaseInfo()
 	info.Tools = len(n.tools)

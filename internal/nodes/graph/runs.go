@@ -528,3 +528,25 @@ func clip(s string, n int, asJSON bool) string {
 	}
 	return cut
 }
+
+// record is run id's record as JSON, whole as kept: an active or recent
+// run from memory (its latest state, not the file's of up to flushEvery
+// ago), any other from its file. Each step's arguments and text are whole
+// up to maxRecordText (64 KiB); beyond, the record keeps them cut and
+// says so ("cut": true).
+func (s *runStore) record(id string) (json.RawMessage, error) {
+	s.mu.Lock()
+	for _, r := range s.recent {
+		if r.ID == id {
+			b, err := marshalPlain(r)
+			s.mu.Unlock()
+			return b, err
+		}
+	}
+	s.mu.Unlock()
+	rec, err := s.read(id)
+	if err != nil {
+		return nil, err
+	}
+	return marshalPlain(rec)
+}

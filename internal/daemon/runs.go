@@ -1,0 +1,41 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// runRecorder is a node that keeps records of its runs (a graph).
+type runRecorder interface {
+	RunRecord(id string) (json.RawMessage, error)
+}
+
+// handleRun answers one run's whole record, as the node keeps it: no
+// summary, no preview cut at 200 bytes.
+func (d *Daemon) handleRun(w http.ResponseWriter, r *http.Request) {
+	s, err := d.sessionOf(r, false)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	id := r.PathValue("node")
+	n, err := s.Node(id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	rr, ok := n.(runRecorder)
+	if !ok {
+		writeErr(w, fmt.Errorf("node %q is a %s node: only graphs keep runs: %w", id, n.Kind(), errUnsupported))
+		return
+	}
+	rec, err := rr.RunRecord(r.PathValue("run"))
+	if err != nil {
+		writeErr(w, badRequest(err)) // a run id the caller gave
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(rec, '\n'))
+}

@@ -1,0 +1,114 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/pkg/node"
+)
+
+// Check runs the check its kind registered (Registry.RegisterCheck) on
+// spec against the session's other nodes: a graph's calls must exist, fit
+// their tools' schemas and form no cycle. A kind without a check passes.
+// It returns the check's warnings; its error lists every mistake.
+func (s *Session) Check(ctx context.Context, spec node.Spec) ([]string, error) {
+	c := s.registry.check(spec.Kind)
+	if c == nil {
+		return nil, nil
+	}
+	return c(ctx, spec, s.catalogue(ctx, spec.ID))
+}
+
+// catalogue is what a spec for node skip is checked against: the tools of
+// every other node whatever its state (the session's toolset, then each
+// node it leaves out as far as it can list its tools), the nodes that
+// cannot list them with why, and the other nodes' specs.
+func (s *Session) catalogue(ctx context.Context, skip string) *node.Catalogue {
+	c := &node.Catalogue{Tools: map[string]*mcp.Tool{}, Down: map[string]string{}, Specs: map[string]node.Spec{}}
+	listed := map[string]bool{}
+	for _, t := range s.Toolset(ctx).Tools() {
+		listed[t.Node] = true
+		if t.Node != skip {
+			c.Tools[t.Qualified] = t.Tool
+		}
+	}
+	s.mu.RLock()
+	var others []*entry
+	for _, id := range s.order {
+		if e := s.nodes[id]; id != skip && e.n != nil {
+			others = append(others, e)
+			c.Specs[id] = e.spec.Clone()
+		}
+	}
+	s.mu.RUnlock()
+	for _, e := range others {
+		id := e.n.ID()
+		if listed[id] {
+			continue
+		}
+		tools, err := s.Tools(ctx, id)
+		if err != nil {
+			info := s.info(e)
+			c.Down[id] = node.NotReady(id, info.State, info.Error).Error()
+			continue
+		}
+		for _, t := range tools {
+			c.Tools[node.QualifiedName(id, t.Name)] = t
+		}
+	}
+	return c
+}
+
+// Replace puts a node built from spec in the place of node spec.ID, in one
+// step: the session's saved specs go from the old spec to the new one in
+// one save (atomic, with the daemon's store), so a process killed at any
+// moment comes back with one or the other, never neither. A spec its
+// factory refuses changes nothing. Once the new node holds the place, the
+// old one is stopped and the new one started (unless spec.Stopped, or it
+// starts lazily); requests meanwhile wait for that start. A node whose
+// start fails stays in ERROR, as after Add. Replace does not run Check.
+func (s *Session) Replace(ctx context.Context, spec node.Spec) (node.Node, error) {
+	if s.closed.Load() {
+		return nil, ErrClosed
+	}
+	old, err := s.entry(spec.ID)
+	if err != nil {
+		return nil, err
+	}
+	spec = spec.Clone()
+	id := spec.ID
+	e := &entry{spec: spec}
+	e.pending.Store(true)
+	e.stopped.Store(spec.Stopped)
+	e.client.set(clientEnv(ctx))
+	n, err := s.registry.Build(spec, s.nodeEnv(e, id))
+	if err != nil {
+		return nil, err
+	}
+	e.n = n
+	s.mu.Lock()
+	if s.nodes[id] != old {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("node %q changed while it was replaced: %w; try again", id, ErrExists)
+	}
+	s.nodes[id] = e
+	s.mu.Unlock()
+	s.toolsets.Store(nil)
+	if err := s.persist(); err != nil {
+		s.log.Error("saving specs", zap.Error(err))
+	}
+	s.hub.publish(Event{Kind: EventNodeRemoved, Node: id})
+	s.hub.publish(Event{Kind: EventNodeAdded, Node: id, NodeKind: spec.Kind})
+	var errs []error
+	if err := old.n.Stop(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("stopping the replaced node %q: %w", id, err))
+	}
+	if err := s.startPending(ctx, e); err != nil {
+		errs = append(errs, fmt.Errorf("starting node %q: %w", id, err))
+	}
+	return n, errors.Join(errs...)
+}
