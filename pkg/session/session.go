@@ -739,12 +739,8 @@ func (s *Session) DescribeTool(ctx context.Context, name string) (*mcp.Tool, err
 		return te.Tool, nil
 	}
 	if id, tool, qualified := strings.Cut(name, "."); qualified {
-		if e, err := s.entry(id); err == nil {
-			t, err := s.tool(ctx, e, tool)
-			if err != nil {
-				return nil, err
-			}
-			return t.tool, nil
+		if _, err := s.entry(id); err == nil {
+			return s.Tool(ctx, id, tool)
 		}
 	}
 	return nil, fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
