@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -266,4 +267,26 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestArgSchemaConcurrent: one ArgSchema serves every call of its tool at
+// once (run with -race).
+func TestArgSchemaConcurrent(t *testing.T) {
+	a := NewArgSchema(clientTool(t, editSchema))
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				args, ok := `{"path": "a", "mode": "append", "name": "ab"}`, true
+				if i%2 == 1 {
+					args, ok = `{"path": "a", "edits": [{"oldText": 1}], "name": "AB"}`, false
+				}
+				if err := a.Validate(json.RawMessage(args)); (err == nil) != ok {
+					t.Errorf("Validate(%s) = %v", args, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
