@@ -15,19 +15,29 @@ func BenchmarkValidateArguments(b *testing.B) {
 		{"identity", `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`, `{"text":"hello"}`},
 		{"nested", editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}], "mode": "append", "dryRun": null}`},
 		{"bounds", editSchema, `{"path": "a", "count": 3, "tags": ["x"]}`},
-		{"full_validation", editSchema, `{"path": "a", "name": "abc"}`}, // pattern: beyond the scan
+		{"full_validation", editSchema, `{"path": "a", "name": "abc"}`}, // a pattern
 		{"error", readFileSchema, `{"pth": "/tmp/a"}`},
 	}
+	// The schema is resolved once, as the session's tool cache keeps it.
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			tool := clientTool(b, c.schema)
+			a := NewArgSchema(clientTool(b, c.schema))
 			args := json.RawMessage(c.args)
-			_ = ValidateArguments(tool, args)
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = ValidateArguments(tool, args)
+				_ = a.Validate(args)
 			}
 		})
+	}
+}
+
+// BenchmarkNewArgSchema is what reading and resolving a tool's schema
+// costs, once per tool per listing.
+func BenchmarkNewArgSchema(b *testing.B) {
+	tool := clientTool(b, editSchema)
+	b.ReportAllocs()
+	for b.Loop() {
+		NewArgSchema(tool)
 	}
 }
 
@@ -75,13 +85,12 @@ func BenchmarkResultText(b *testing.B) {
 // BenchmarkValidateArgumentsParallel is the identity case from every core,
 // as a session under load runs it.
 func BenchmarkValidateArgumentsParallel(b *testing.B) {
-	tool := clientTool(b, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
+	a := NewArgSchema(clientTool(b, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`))
 	args := json.RawMessage(`{"text":"hello"}`)
-	_ = ValidateArguments(tool, args)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			_ = ValidateArguments(tool, args)
+			_ = a.Validate(args)
 		}
 	})
 }

@@ -25,16 +25,17 @@ func ExampleNewToolset() {
 	// fs read_file
 }
 
-func ExampleValidateArguments() {
+func ExampleNewArgSchema() {
 	tool := &mcp.Tool{Name: "read_file", InputSchema: json.RawMessage(`{
 		"type": "object",
 		"properties": {"path": {"type": "string", "description": "the file to read"}},
 		"required": ["path"],
 		"additionalProperties": false
 	}`)}
-	fmt.Println(node.ValidateArguments(tool, json.RawMessage(`{"path": "/tmp/a"}`)))
-	fmt.Println(node.ValidateArguments(tool, json.RawMessage(`{"pth": "/tmp/a"}`)))
-	fmt.Println(node.ValidateArguments(tool, json.RawMessage(`{"path": 3}`)))
+	args := node.NewArgSchema(tool) // once per tool: keep it beside the tool
+	fmt.Println(args.Validate(json.RawMessage(`{"path": "/tmp/a"}`)))
+	fmt.Println(args.Validate(json.RawMessage(`{"pth": "/tmp/a"}`)))
+	fmt.Println(args.Validate(json.RawMessage(`{"path": 3}`)))
 	// Output:
 	// <nil>
 	// invalid arguments: unknown argument "pth" (did you mean "path"?); missing required argument "path" (string: the file to read)

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"strings"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // Tool names. A qualified name is "node.tool" (people, the MCP endpoint);
@@ -69,29 +68,29 @@ func hashedName(base, qualified string, hexLen int) string {
 // mapped to '_' (a multi-byte UTF-8 character to a single '_'), built in
 // one allocation.
 func llmBase(node, tool string) string {
-	b := make([]byte, 0, len(node)+len(llmSeparator)+len(tool))
-	b = appendSanitized(b, node)
-	b = append(b, llmSeparator...)
-	b = appendSanitized(b, tool)
-	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
+	var b strings.Builder
+	b.Grow(len(node) + len(llmSeparator) + len(tool)) // never shorter than the result
+	writeSanitized(&b, node)
+	b.WriteString(llmSeparator)
+	writeSanitized(&b, tool)
+	return b.String()
 }
 
-func appendSanitized(b []byte, s string) []byte {
+func writeSanitized(b *strings.Builder, s string) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if !llmSafe(c) {
 				c = '_'
 			}
-			b = append(b, c)
+			b.WriteByte(c)
 			i++
 			continue
 		}
 		_, n := utf8.DecodeRuneInString(s[i:])
-		b = append(b, '_')
+		b.WriteByte('_')
 		i += n
 	}
-	return b
 }
 
 func llmSafe(c byte) bool {

@@ -10,14 +10,17 @@ import (
 )
 
 // FuzzValidateArguments (issue 21, item 5): any schema a server sends and
-// any arguments a model writes are checked or refused with ErrBadArgs;
-// nothing panics or hangs, and accepted arguments are a JSON object.
+// any arguments a model writes are checked or refused with ErrBadArgs and
+// a message of bounded size; nothing panics or hangs, and accepted
+// arguments are a JSON object.
 func FuzzValidateArguments(f *testing.F) {
 	f.Add(editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}]}`)
 	f.Add(`{"type":"object","$defs":{"A":{"anyOf":[{"$ref":"#/$defs/A"},{"type":"string"}]}},"properties":{"x":{"$ref":"#/$defs/A"}}}`, `{"x": "s"}`)
 	f.Add(`{"$ref":"#"}`, `{}`)
 	f.Add(`{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"]}`, `{"n": 0}`)
 	f.Add(`{"type":"object","additionalProperties":false}`, `{"x": [[[[1]]]]}`)
+	f.Add(`{"type":"object","properties":{"a":{"type":"file"},"b":{"$ref":"#/nowhere"}},"required":["a"],"additionalProperties":false}`, `{"c": 1}`)
+	f.Add(`{"type":"object","properties":{"v":{"oneOf":[{"type":"integer"},{"type":"number"}],"multipleOf":0.1}}}`, `{"v": 0.3}`)
 	f.Fuzz(func(t *testing.T, schema, args string) {
 		tool := &mcp.Tool{Name: "t", InputSchema: json.RawMessage(schema)}
 		if !json.Valid([]byte(schema)) {
@@ -27,6 +30,9 @@ func FuzzValidateArguments(f *testing.F) {
 		if err != nil {
 			if !errors.Is(err, ErrBadArgs) {
 				t.Fatalf("schema %q, args %q: %v does not wrap ErrBadArgs", schema, args, err)
+			}
+			if n := len(err.Error()); n > maxMessage {
+				t.Fatalf("schema %q, args %q: a %d-byte message: %.200s...", schema, args, n, err)
 			}
 			return
 		}
@@ -40,12 +46,17 @@ func FuzzValidateArguments(f *testing.F) {
 	})
 }
 
+// maxMessage bounds an error's text: five problems of at most
+// maxProblemLen bytes, their separators and the count of the others.
+const maxMessage = len("invalid arguments: ") + maxProblems*(maxProblemLen+2) + len("and 99999999999 more")
+
 // FuzzValidateDeep: arguments nested to a depth the fuzzer picks, against
 // a schema that refers to itself at every level.
 func FuzzValidateDeep(f *testing.F) {
 	f.Add(uint32(10_000), false)
 	f.Add(uint32(1_000_000), true)
 	f.Add(uint32(64), false)
+	f.Add(uint32(998), true) // 1000 levels with the arguments' own object: the most allowed
 	tool := &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","$defs":{"n":{"type":"array","items":{"$ref":"#/$defs/n"}}},"properties":{"x":{"$ref":"#/$defs/n"},"o":{"type":"object","additionalProperties":{"$ref":"#/properties/o"}}}}`)}
 	f.Fuzz(func(t *testing.T, depth uint32, objects bool) {
 		d := int(depth % 2_000_000)
@@ -60,9 +71,9 @@ func FuzzValidateDeep(f *testing.F) {
 		args := `{"` + key + `": ` + strings.Repeat(open, d) + inner + strings.Repeat(close, d) + "}"
 		err := ValidateArguments(tool, json.RawMessage(args))
 		switch {
-		case d+2 > 10000:
-			if err == nil {
-				t.Fatalf("arguments nesting %d deep were accepted: no JSON decoder reads them", d+2)
+		case d+2 > 1000:
+			if err == nil || !strings.Contains(err.Error(), "arguments nest deeper than 1000 levels") {
+				t.Fatalf("arguments nesting %d deep: %v; want them refused as too deep", d+2, err)
 			}
 		case err != nil:
 			t.Fatalf("arguments nesting %d deep: %v", d+2, err)

@@ -11,13 +11,14 @@ import (
 
 // mayLoop reports whether validating a value against s could recurse
 // without end: a cycle of keywords that apply to the same value ($ref,
-// allOf, anyOf, oneOf, not, if/then/else, dependentSchemas), such as
-// {"$defs": {"A": {"anyOf": [{"$ref": "#/$defs/A"}]}}}. The schema
-// library follows such a cycle until the stack overflows, which is fatal
-// to the daemon, and a tool's schema comes from whatever server the user
-// added (issue 21). A reference this function cannot follow (to an $id, an
-// anchor, $dynamicRef) counts as a possible loop: such a schema is then
-// not used, as one the library cannot read is not.
+// allOf, anyOf, oneOf, not, if/then/else, dependentSchemas, draft-07
+// dependencies), such as {"$defs": {"A": {"anyOf": [{"$ref":
+// "#/$defs/A"}]}}}. The schema library follows such a cycle until the
+// stack overflows, which is fatal to the daemon, and a tool's schema comes
+// from whatever server the user added (issue 21). A reference this
+// function cannot follow (to an $id, an anchor, $dynamicRef) counts as a
+// possible loop: such a schema is then not used, as one the library cannot
+// read is not.
 func mayLoop(root *jsonschema.Schema) bool {
 	const (
 		white = iota
@@ -36,11 +37,11 @@ func mayLoop(root *jsonschema.Schema) bool {
 		case black:
 			return false
 		}
-		if len(color) > 10000 {
-			return true // a schema this large is not worth the risk
+		if len(color) > 10000 || s.DynamicRef != "" {
+			return true // too large to be worth the risk, or not followed
 		}
 		color[s] = grey
-		next := make([]*jsonschema.Schema, 0, 4)
+		next := []*jsonschema.Schema{s.Not, s.If, s.Then, s.Else}
 		if s.Ref != "" {
 			t, ok := pointerTarget(root, s.Ref)
 			if !ok {
@@ -48,14 +49,13 @@ func mayLoop(root *jsonschema.Schema) bool {
 			}
 			next = append(next, t)
 		}
-		if s.DynamicRef != "" {
-			return true
-		}
 		next = append(next, s.AllOf...)
 		next = append(next, s.AnyOf...)
 		next = append(next, s.OneOf...)
-		next = append(next, s.Not, s.If, s.Then, s.Else)
 		for _, d := range s.DependentSchemas {
+			next = append(next, d)
+		}
+		for _, d := range s.DependencySchemas {
 			next = append(next, d)
 		}
 		for _, n := range next {
@@ -66,41 +66,10 @@ func mayLoop(root *jsonschema.Schema) bool {
 		color[s] = black
 		return false
 	}
-	loops := false
-	seen := map[*jsonschema.Schema]bool{}
-	var all func(s *jsonschema.Schema)
-	all = func(s *jsonschema.Schema) {
-		if s == nil || seen[s] || loops {
-			return
-		}
-		seen[s] = true
-		if s.ID != "" && s != root {
-			loops = true // another base URI: references are not followed here
-			return
-		}
-		if visit(s) {
-			loops = true
-			return
-		}
-		v := reflect.ValueOf(s).Elem()
-		for i := 0; i < v.NumField(); i++ {
-			f := v.Field(i)
-			switch f.Type() {
-			case schemaPtr:
-				all(f.Interface().(*jsonschema.Schema))
-			case schemaSlice:
-				for _, c := range f.Interface().([]*jsonschema.Schema) {
-					all(c)
-				}
-			case schemaMap:
-				for _, c := range f.Interface().(map[string]*jsonschema.Schema) {
-					all(c)
-				}
-			}
-		}
-	}
-	all(root)
-	return loops
+	return !eachSchema(root, func(s *jsonschema.Schema) bool {
+		// Another $id is another base URI: references are not followed here.
+		return (s.ID == "" || s == root) && !visit(s)
+	})
 }
 
 // pointerTarget resolves a local reference ("#", "#/$defs/A",
@@ -150,6 +119,14 @@ func pointerTarget(root *jsonschema.Schema, ref string) (*jsonschema.Schema, boo
 }
 
 func fieldByJSONName(v reflect.Value, name string) (reflect.Value, bool) {
+	if name == "items" {
+		// "items" is one schema or (draft-07) an array of them: the
+		// field's tag is "-".
+		if s := v.Addr().Interface().(*jsonschema.Schema); s.ItemsArray != nil {
+			return reflect.ValueOf(s.ItemsArray), true
+		}
+		return v.FieldByName("Items"), true
+	}
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")

@@ -3,10 +3,9 @@ package node
 import (
 	"encoding/json"
 	"errors"
-	"runtime"
 	"strings"
+	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -97,21 +96,49 @@ func TestValidateArguments(t *testing.T) {
 		{"additionalProperties schema", `{"type": "object", "additionalProperties": {"type": "string"}}`, `{"x": 1}`, `argument "x": expected string, got number`},
 		{"anyOf types", `{"type": "object", "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}}`, `{"v": true}`,
 			`argument "v": expected string or integer, got boolean`},
-		{"oneOf falls back to the library", `{"type": "object", "properties": {"v": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}}`, `{"v": 3}`,
-			`argument "v": oneOf: validated against both <anonymous schema> and <anonymous schema>`},
+		{"oneOf is told by the library", `{"type": "object", "properties": {"v": {"oneOf": [{"type": "integer"}, {"type": "number"}]}}}`, `{"v": 3}`,
+			`argument "v": matches more than one of the forms allowed (oneOf)`},
+		{"oneOf none", `{"type": "object", "properties": {"v": {"oneOf": [{"type": "integer", "minimum": 5}, {"type": "string"}]}}}`, `{"v": 3}`,
+			`argument "v": matches none of the forms allowed (oneOf)`},
+		{"not", `{"type": "object", "properties": {"v": {"not": {"type": "string"}}}}`, `{"v": "s"}`,
+			`argument "v": has a form the tool forbids (not)`},
+		{"multipleOf", `{"type": "object", "properties": {"v": {"type": "number", "multipleOf": 0.5}}}`, `{"v": 1.25}`,
+			`argument "v": must be a multiple of 0.5, got 1.25`},
+		{"other keywords in the library's words", `{"type": "object", "properties": {"v": {"type": "array", "uniqueItems": true}}}`, `{"v": [1, 1]}`,
+			`argument "v": uniqueItems: array items 1 and 0 are equal`},
 		{"anyOf valid", `{"type": "object", "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}}`, `{"v": 3}`, ""},
 		{"ref", `{"type": "object", "$defs": {"p": {"type": "string"}}, "properties": {"v": {"$ref": "#/$defs/p"}}}`, `{"v": 3}`,
-			`argument "v": type: 3 has type "integer", want "string"`},
+			`argument "v": expected string, got number`},
+		{"ref into items", `{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}, "b": {"$ref": "#/properties/a/items"}}}`, `{"b": "x"}`,
+			`argument "b": expected integer, got string`},
+		{"draft-07 ref hides its siblings", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "definitions": {"p": {"type": "string"}}, "properties": {"v": {"$ref": "#/definitions/p", "type": "integer"}}}`, `{"v": 3}`,
+			`argument "v": expected string, got number`},
 		{"draft-07", `{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}`, `{}`,
 			`missing required argument "a" (string)`},
 		{"draft-04 is read as 2020-12", `{"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"a": {"type": "string"}}}`, `{"a": 1}`,
 			`argument "a": expected string, got number`},
 
-		// Schemas that cannot be used: only the object shape is checked.
+		// Schemas that cannot be used: only the basic checks apply (an
+		// object, required names, unknown names of a closed schema).
 		{"remote ref", `{"$ref": "https://example.com/schema.json"}`, `{"a": 1}`, ""},
 		{"unknown type name", `{"type": "object", "properties": {"f": {"type": "file"}}}`, `{"f": 1}`, ""},
+		{"unknown format", `{"type": "object", "properties": {"f": {"type": "string", "format": "file-path"}}}`, `{"f": "x"}`, ""},
 		{"draft-03 required", `{"type": "object", "properties": {"a": {"type": "string", "required": true}}}`, `{"a": 1}`, ""},
 		{"unusable schema still wants an object", `{"$ref": "https://example.com/schema.json"}`, `[1]`, `arguments must be a JSON object such as {"name": "value"}, got array`},
+		{"unusable schema: required", `{"type": "object", "properties": {"f": {"type": "file", "description": "the upload"}}, "required": ["f"]}`, `{}`,
+			`missing required argument "f" (file: the upload)`},
+		{"unusable schema: unknown name", `{"type": "object", "$defs": {"a": {"$ref": "#/$defs/nowhere"}}, "properties": {"file": {"$ref": "#/$defs/a"}}, "additionalProperties": false}`, `{"fiel": "x"}`,
+			`unknown argument "fiel" (did you mean "file"?)`},
+		{"unusable schema: bad pattern, open", `{"type": "object", "properties": {"p": {"type": "string", "pattern": "("}}}`, `{"q": 1, "p": 2}`, ""},
+		{"unusable schema: draft-03 with a closed top level", `{"type": "object", "properties": {"a": {"type": "string", "required": true}}, "additionalProperties": false}`, `{"b": 1}`,
+			`unknown argument "b" (did you mean "a"?)`},
+
+		{"deep arguments", `{"type": "object"}`, `{"a": ` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}`,
+			`arguments nest deeper than 1000 levels; send flatter arguments`},
+		{"deep but not too deep", `{"type": "object"}`, `{"a": ` + strings.Repeat("[", 999) + strings.Repeat("]", 999) + `}`, ""},
+		{"deep strings do not count", `{"type": "object"}`, `{"a": "` + strings.Repeat(`[\"{`, 2000) + `"}`, ""},
+		{"long values are cut", editSchema, `{"path": "a", "name": "` + strings.Repeat("A", 1000) + `"}`,
+			`argument "name": must match the pattern "^[a-z]+$", got "` + strings.Repeat("A", 77) + `..."`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,122 +209,84 @@ func mustSchema(t *testing.T, s string) *jsonschema.Schema {
 	return &sc
 }
 
-// TestFastCheckAgreesWithLibrary: whatever the fast scan accepts, the
-// library accepts; and ValidateArguments agrees with the library always.
-func TestFastCheckAgreesWithLibrary(t *testing.T) {
+// TestArgSchemaUnresolved: a schema the library cannot use says why,
+// once, when it is read; a usable one says nothing.
+func TestArgSchemaUnresolved(t *testing.T) {
+	for schema, want := range map[string]string{
+		readFileSchema: "",
+		`{"$ref": "https://example.com/schema.json"}`:               "resolving the input schema",
+		`{"type": "object", "properties": {"f": {"type": "file"}}}`: `type "file"`,
+		`{"$ref": "#"}`: "refers to itself",
+		`{"properties": {"a": {"required": true}}}`:                   "reading the input schema",
+		`{"type": "object", "properties": {"x": {"$ref": "#/nope"}}}`: "resolving the input schema",
+	} {
+		err := NewArgSchema(clientTool(t, schema)).Unresolved()
+		switch {
+		case want == "" && err != nil:
+			t.Errorf("%s: %v, want nil", schema, err)
+		case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+			t.Errorf("%s: %v, want it to say %q", schema, err, want)
+		}
+	}
+	for _, schema := range []any{json.RawMessage(`true`), json.RawMessage(`[1]`)} {
+		a := NewArgSchema(&mcp.Tool{Name: "t", InputSchema: schema})
+		if a.Unresolved() == nil {
+			t.Errorf("schema %s: no reason given", schema)
+		}
+		if err := a.Validate(json.RawMessage(`{"x": 1}`)); err != nil {
+			t.Errorf("schema %s: %v", schema, err)
+		}
+	}
+}
+
+// TestValidateAgreesWithLibrary: what ValidateArguments accepts is what
+// jsonschema-go accepts, for schemas it can use.
+func TestValidateAgreesWithLibrary(t *testing.T) {
 	schemas := []string{readFileSchema, editSchema,
 		`{"type": "object", "properties": {"n": {"type": "integer"}, "s": {"type": "string", "enum": ["a\"b", "é", "x"]}}}`,
-		`{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "array", "items": {"type": "number"}}}}}`,
-		`{"type": "object", "properties": {"o": {"type": "object", "properties": {"k": {"type": "boolean"}}, "required": ["k"]}}}`,
 		`{"type": "object", "properties": {"n": {"type": "number", "minimum": 0.1, "maximum": 10}, "x": {"exclusiveMinimum": 0, "exclusiveMaximum": 1},
 			"s": {"type": "string", "minLength": 2, "maxLength": 3}, "a": {"type": "array", "minItems": 1, "maxItems": 2}}}`,
 	}
 	args := []string{
-		`{}`, `{"path": "a"}`, `{"path": "a\nb"}`, `{"path": "\u00e9"}`, `{"path": "a", "path": 1}`, `{"path": 1, "path": "a"}`,
-		`{"n": 1}`, `{"n": 1.0}`, `{"n": 1e3}`, `{"n": -0}`, `{"n": 01}`, `{"n": 1.}`, `{"n": -}`, `{"n": 1e}`,
-		`{"s": "a\"b"}`, `{"s": "é"}`, `{"s": "\u00e9"}`, `{"s": "y"}`, `{"s": "x"}`,
-		`{"a": [[1, 2.5], []]}`, `{"a": [[1, "x"]]}`, `{"a": [1]}`, `{"a": [[1,]]}`,
-		`{"o": {"k": true}}`, `{"o": {}}`, `{"o": {"k": nul}}`, `{"o": {"k": tru}}`,
-		`{"path": "a", "edits": [{"oldText": "x", "newText": "y"}]}`, `{"path": "a", "edits": [{"oldText": "x"}]}`,
-		`{"path": "a", "mode": "append"}`, `{"path": "a", "mode": "\u0061ppend"}`,
-		`{"path": "a"  }  `, `  {"path": "a"} x`, `{"path" "a"}`, `{"path": "a",}`, `{path: "a"}`, `{"path": "a\x"}`, "{\"path\": \"a\tb\"}",
-		`{"n": 0.1}`, `{"n": 0.10000000000000000001}`, `{"n": 0.09999999999999999999}`, `{"n": 10}`, `{"n": 10.0000000000000000001}`, `{"n": 1e400}`, `{"n": -1e400}`,
-		`{"x": 0}`, `{"x": 0.5}`, `{"x": 1}`, `{"x": 1e-400}`, `{"x": "not a number"}`,
-		`{"s": "ab"}`, `{"s": "abcd"}`, `{"s": "日本"}`, `{"s": "a\u00e9"}`, `{"s": "a\u00e9zz"}`, "{\"s\": \"\xff\xfe\"}", "{\"s\": \"\xff\"}",
-		`{"a": []}`, `{"a": [1]}`, `{"a": [1, [2, 3]]}`, `{"a": [1, 2, 3]}`,
-		`{"path": "a\ud800"}`, `[]`, `1`, `"s"`, `true`, `null`, ``,
+		`{}`, `{"path": "a"}`, `{"path": "a", "path": 1}`, `{"path": 1, "path": "a"}`, `{"n": 1}`, `{"n": 1.0}`, `{"n": 1e3}`,
+		`{"s": "a\"b"}`, `{"s": "\u00e9"}`, `{"s": "y"}`, `{"n": 0.1}`, `{"n": 0.10000000000000000001}`, `{"n": 10.0000000000000000001}`,
+		`{"x": 0}`, `{"x": 0.5}`, `{"x": 1e-400}`, `{"s": "日本"}`, "{\"s\": \"\xff\xfe\"}", `{"a": []}`, `{"a": [1, [2, 3]]}`,
+		`{"path": "a", "edits": [{"oldText": "x"}]}`, `{"path": "a", "mode": "\u0061ppend"}`,
 	}
 	for _, sc := range schemas {
 		tool := clientTool(t, sc)
-		c := compiledFor(tool)
-		for _, a := range args {
-			data := []byte(a)
-			if isBlank(data) {
-				data = emptyObject
-			}
+		a := NewArgSchema(tool)
+		if a.Unresolved() != nil {
+			t.Fatalf("%s: %v", sc, a.Unresolved())
+		}
+		for _, arg := range args {
 			var v any
-			truth := json.Unmarshal(data, &v) == nil
-			if truth {
-				_, isObj := v.(map[string]any)
-				truth = isObj && c.resolved.Validate(v) == nil
-			}
-			if c.fast.check(data) && !truth {
-				t.Errorf("schema %s\nfast check accepts %s, the library does not", sc, a)
-			}
-			if got := ValidateArguments(tool, json.RawMessage(a)) == nil; got != truth {
-				t.Errorf("schema %s\nValidateArguments(%s) valid=%v, library valid=%v", sc, a, got, truth)
+			truth := json.Unmarshal([]byte(arg), &v) == nil && a.resolved.Validate(v) == nil
+			if got := ValidateArguments(tool, json.RawMessage(arg)) == nil; got != truth {
+				t.Errorf("schema %s\nValidateArguments(%s) valid=%v, library valid=%v", sc, arg, got, truth)
 			}
 		}
 	}
 }
 
-// TestValidateFastPathAllocs: the common case allocates nothing.
-func TestValidateFastPathAllocs(t *testing.T) {
-	tool := clientTool(t, `{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)
-	args := json.RawMessage(`{"text":"hello"}`)
-	if err := ValidateArguments(tool, args); err != nil {
-		t.Fatal(err)
-	}
-	if n := testing.AllocsPerRun(100, func() { _ = ValidateArguments(tool, args) }); n > 0 {
-		t.Errorf("ValidateArguments allocates %v times per call, want 0", n)
-	}
-}
-
-// TestSchemaCacheForgetsTools: the cache does not keep a tool alive, and
-// forgets its entry once the tool is collected.
-func TestSchemaCacheForgetsTools(t *testing.T) {
-	count := func() int {
-		schemaCache.mu.RLock()
-		defer schemaCache.mu.RUnlock()
-		return len(schemaCache.m)
-	}
-	before := count()
-	func() {
-		for i := 0; i < 10; i++ {
-			tool := clientTool(t, readFileSchema)
-			if err := ValidateArguments(tool, json.RawMessage(`{"path":"a"}`)); err != nil {
-				t.Fatal(err)
+// TestArgSchemaConcurrent: one ArgSchema serves every call of its tool at
+// once (run with -race).
+func TestArgSchemaConcurrent(t *testing.T) {
+	a := NewArgSchema(clientTool(t, editSchema))
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			for range 50 {
+				args, ok := `{"path": "a", "mode": "append", "name": "ab"}`, true
+				if i%2 == 1 {
+					args, ok = `{"path": "a", "edits": [{"oldText": 1}], "name": "AB"}`, false
+				}
+				if err := a.Validate(json.RawMessage(args)); (err == nil) != ok {
+					t.Errorf("Validate(%s) = %v", args, err)
+					return
+				}
 			}
-		}
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for count() > before {
-		if time.Now().After(deadline) {
-			t.Fatalf("cache still holds %d entries (had %d before); collected tools are not forgotten", count(), before)
-		}
-		runtime.GC() // cleanups run after a collection
-		runtime.Gosched()
+		})
 	}
-}
-
-func TestSchemaCacheSeesNewTool(t *testing.T) {
-	// A tool is compiled once: a second call uses the cached schema.
-	tool := clientTool(t, readFileSchema)
-	if compiledFor(tool) != compiledFor(tool) {
-		t.Error("the schema was compiled twice for one tool")
-	}
-	other := clientTool(t, `{"type":"object","properties":{"path":{"type":"integer"}}}`)
-	if err := ValidateArguments(other, json.RawMessage(`{"path": 1}`)); err != nil {
-		t.Errorf("another tool got the first tool's schema: %v", err)
-	}
-}
-
-func FuzzFastCheck(f *testing.F) {
-	for _, s := range []string{`{"path": "a"}`, `{"path": 1}`, `{"edits": [{"oldText": "x", "newText": "y"}], "path": "p"}`, `{"mode": "append", "path": "\u00e9"}`} {
-		f.Add(s)
-	}
-	tool := clientTool(f, editSchema)
-	c := compiledFor(tool)
-	f.Fuzz(func(t *testing.T, a string) {
-		if !c.fast.check([]byte(a)) {
-			return
-		}
-		var v any
-		if err := json.Unmarshal([]byte(a), &v); err != nil {
-			t.Fatalf("fast check accepts invalid JSON %q: %v", a, err)
-		}
-		if err := c.resolved.Validate(v); err != nil {
-			t.Fatalf("fast check accepts %q, the library says %v", a, err)
-		}
-	})
+	wg.Wait()
 }

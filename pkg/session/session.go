@@ -80,7 +80,7 @@ type entry struct {
 	// toolsMu guards the cached tool list.
 	toolsMu sync.Mutex
 	tools   []*mcp.Tool
-	byName  map[string]*mcp.Tool
+	byName  map[string]*cachedTool
 	valid   bool
 
 	client entryEnv // the environment of the client that added it
@@ -96,6 +96,27 @@ type entry struct {
 	startErr error
 	// stopped mirrors spec.Stopped: held stopped on purpose (stop.go).
 	stopped atomic.Bool
+}
+
+// cachedTool is a tool of the cache and its input schema, read and
+// resolved at the tool's first call and kept until the list changes.
+type cachedTool struct {
+	tool *mcp.Tool
+	once sync.Once
+	args *node.ArgSchema
+}
+
+// argSchema returns the tool's ArgSchema, reading it on first use; a
+// schema the library cannot use is logged then, once per listing.
+func (s *Session) argSchema(id string, t *cachedTool) *node.ArgSchema {
+	t.once.Do(func() {
+		t.args = node.NewArgSchema(t.tool)
+		if err := t.args.Unresolved(); err != nil {
+			s.log.Warn("checking only the basic shape of a tool's arguments",
+				zap.String("node", id), zap.String("tool", t.tool.Name), zap.Error(err))
+		}
+	})
+	return t.args
 }
 
 // setPending marks whether the session is about to start e's node, and
@@ -490,10 +511,14 @@ func (s *Session) Tool(ctx context.Context, id, tool string) (*mcp.Tool, error) 
 	if err != nil {
 		return nil, err
 	}
-	return s.tool(ctx, e, tool)
+	t, err := s.tool(ctx, e, tool)
+	if err != nil {
+		return nil, err
+	}
+	return t.tool, nil
 }
 
-func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, error) {
+func (s *Session) tool(ctx context.Context, e *entry, tool string) (*cachedTool, error) {
 	// A node that is starting or stopping is waited for; a lazy one is
 	// not started yet: its catalogue knows its tools.
 	if err := s.await(ctx, e, false); err != nil {
@@ -530,7 +555,7 @@ func (s *Session) tool(ctx context.Context, e *entry, tool string) (*mcp.Tool, e
 	return t, nil
 }
 
-func (s *Session) tools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]*mcp.Tool, error) {
+func (s *Session) tools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]*cachedTool, error) {
 	e.toolsMu.Lock()
 	defer e.toolsMu.Unlock()
 	if e.valid {
@@ -540,9 +565,9 @@ func (s *Session) tools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing tools of node %q: %w", e.n.ID(), err)
 	}
-	byName := make(map[string]*mcp.Tool, len(tools))
+	byName := make(map[string]*cachedTool, len(tools))
 	for _, t := range tools {
-		byName[t.Name] = t
+		byName[t.Name] = &cachedTool{tool: t}
 	}
 	// Only a listing from a node that can serve calls is worth keeping.
 	if st := e.n.State(); st == node.Ready || st == node.Busy {
@@ -655,7 +680,7 @@ func (s *Session) call(ctx context.Context, id string, req *node.CallRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := node.ValidateArguments(t, req.Arguments); err != nil {
+	if err := s.argSchema(id, t).Validate(req.Arguments); err != nil {
 		return nil, fmt.Errorf("@%s %s: %w", id, req.Tool, err)
 	}
 	// Starts a lazy node; waits for one that is starting or stopping.
@@ -720,8 +745,8 @@ func (s *Session) DescribeTool(ctx context.Context, name string) (*mcp.Tool, err
 		return te.Tool, nil
 	}
 	if id, tool, qualified := strings.Cut(name, "."); qualified {
-		if e, err := s.entry(id); err == nil {
-			return s.tool(ctx, e, tool)
+		if _, err := s.entry(id); err == nil {
+			return s.Tool(ctx, id, tool)
 		}
 	}
 	return nil, fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
