@@ -136,13 +136,6 @@ type Node struct {
 	seq     atomic.Int64
 }
 
-// New is the mcp kind's node.Factory.
-func New(spec node.Spec, env node.Env) (node.Node, error) {
-	cfg := defaultConfig()
-	cfg.lookup, cfg.environ = env.Lookup, env.Environ
-	return newNode(spec, env, cfg)
-}
-
 func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 	srv, opts, err := mcpconf.ServerFromSpec(spec)
 	if err != nil {

@@ -43,10 +43,13 @@ type Options struct {
 	Tokens TokenStore
 }
 
-// Factory returns the kind's node.Factory with opts; nil opts is New.
+// Factory returns the kind's node.Factory with opts (nil: none). A node
+// resolves ${VAR} against env's variables and gives its process their
+// environment.
 func Factory(opts *Options) node.Factory {
 	return func(spec node.Spec, env node.Env) (node.Node, error) {
 		cfg := defaultConfig()
+		cfg.lookup, cfg.environ = env.Lookup, env.Environ
 		if opts != nil {
 			cfg.authorize, cfg.tokens = opts.Authorize, opts.Tokens
 		}
