@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/backoff"
 	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -622,12 +623,11 @@ func (n *Node) scheduleRestart(c *conn) {
 		}()
 		for {
 			n.mu.Lock()
-			delay := n.cfg.restartBase << min(n.failStreak, 16)
+			delay := backoff.Backoff{Base: n.cfg.restartBase, Max: n.cfg.restartMax}.Delay(n.failStreak)
 			n.failStreak++
 			n.mu.Unlock()
-			delay = min(delay, n.cfg.restartMax)
 			n.log.Info("restarting the mcp server", zap.Duration("in", delay))
-			if wait(ctx.Done(), delay) {
+			if backoff.Sleep(ctx, delay) != nil {
 				return
 			}
 			n.lifeMu.Lock()
