@@ -483,7 +483,7 @@ func httpClient(headers map[string]string) *http.Client {
 		}
 		base = &headerTransport{base: base, headers: h}
 	}
-	return &http.Client{Transport: &guardTransport{base: &retryTransport{base: base, sleep: sleepCtx}, limit: DefaultMaxMessage}}
+	return &http.Client{Transport: &guardTransport{base: &retryTransport{base: base}, limit: DefaultMaxMessage}}
 }
 
 type headerTransport struct {
