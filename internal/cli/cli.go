@@ -46,7 +46,7 @@ type Env struct {
 	// Client, if set, is used as is; otherwise Connect makes one (starting
 	// the daemon when needed, or an embedded one).
 	Client *client.Client
-	// Paths are nerve's files; zero means paths.Default().
+	// Paths are nerve's files; zero means paths.FromEnv of the environment.
 	Paths paths.Paths
 	// Getenv reads the environment (os.Getenv when nil).
 	Getenv func(string) string

@@ -90,7 +90,7 @@ func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
 		return nil, err
 	}
 	emb, err := daemon.StartEmbedded(ctx, &daemon.Options{
-		Registry:     all.RegistryWith(&mcpnode.Options{Tokens: tokens}), // sign-ins of `nerve node auth`
+		Registry:     all.Registry(&mcpnode.Options{Tokens: tokens}), // sign-ins of `nerve node auth`
 		Logger:       log.Named("embedded"),
 		Version:      Version(),
 		DefaultNodes: firstNodes,

@@ -101,7 +101,7 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Options{
-		Registry: all.RegistryWith(&mcpnode.Options{Tokens: tokens}),
+		Registry: all.Registry(&mcpnode.Options{Tokens: tokens}),
 		Logger:   log.Named("daemon"),
 		Version:  Version(),
 		Paths:    p,

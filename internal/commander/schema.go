@@ -113,16 +113,6 @@ func requiredNames(s schemaObj) []string {
 	return out
 }
 
-func isRequired(s schemaObj, name string) bool {
-	raw, _ := s["required"].([]any)
-	for _, r := range raw {
-		if r == name {
-			return true
-		}
-	}
-	return false
-}
-
 // closedObject reports whether the schema forbids keys it does not list:
 // only then is an unknown key an error rather than a typo worth checking.
 // Servers differ: many omit additionalProperties yet reject unknown keys, so
@@ -278,12 +268,6 @@ func typeLabel(root, s schemaObj) string {
 // RawParam returns the parameter of t that takes a line's free text (its
 // one required string parameter), or "" when it has none.
 func RawParam(t *mcp.Tool) string { return rawParam(t) }
-
-// RequiresArgs reports whether t has required parameters.
-func RequiresArgs(t *mcp.Tool) bool {
-	s := toolSchema(t)
-	return s != nil && len(requiredNames(s)) > 0
-}
 
 func rawParam(t *mcp.Tool) string {
 	s := toolSchema(t)

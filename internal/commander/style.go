@@ -38,7 +38,6 @@ func red(s *Style) string      { return s.Red }
 func green(s *Style) string    { return s.Green }
 func yellow(s *Style) string   { return s.Yellow }
 func cyan(s *Style) string     { return s.Cyan }
-func magenta(s *Style) string  { return s.Magenta }
 func link(s *Style) string     { return s.Blue + s.Underline }
 func boldRed(s *Style) string  { return s.Bold + s.Red }
 func boldCyan(s *Style) string { return s.Bold + s.Cyan }

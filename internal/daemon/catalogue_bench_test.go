@@ -98,7 +98,7 @@ func cataloguedState(b *testing.B, count int) (func() *Options, string) {
 	server := testutil.BuildBinary(b, "./fixtures/mcpserver")
 	dir := b.TempDir()
 	reg := &session.Registry{}
-	reg.Register(mcpnode.Kind, mcpnode.New)
+	reg.Register(mcpnode.Kind, mcpnode.Factory(nil))
 	opts := func() *Options {
 		return &Options{Registry: reg, Persist: true, Paths: paths.Under(dir, filepath.Join(dir, "run"))}
 	}

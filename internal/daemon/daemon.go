@@ -227,7 +227,7 @@ func (d *Daemon) addDefaults(ctx context.Context, s *session.Session) {
 
 func (d *Daemon) newHeldLocked(name string) *held {
 	h := &held{}
-	opts := &session.Options{Logger: d.log}
+	opts := &session.Options{Logger: d.log, MCPEndpoint: d.sessionEndpoint(name)}
 	if d.calls != nil {
 		// Every call of the session, whoever made it, is logged here once.
 		opts.OnCall = func(_ context.Context, c *session.CallInfo) {

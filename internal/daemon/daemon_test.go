@@ -136,7 +136,7 @@ func TestUnbuildableNodeIsKept(t *testing.T) {
 	if _, err := s.Add(ctx, node.Spec{ID: "b", Kind: "identity"}); err != nil {
 		t.Fatal(err)
 	}
-	specs, err := loadSpecs(path)
+	specs, _, err := loadState(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestUnbuildableNodeIsKept(t *testing.T) {
 	if !d.dropOrphan(DefaultSession, "fs") {
 		t.Fatal("fs could not be removed")
 	}
-	specs, _ = loadSpecs(path)
+	specs, _, _ = loadState(path)
 	if len(specs) != 2 {
 		t.Errorf("after removing fs: %v", specs)
 	}

@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
-	"github.com/nerve-dev/nerve/internal/nodes/claude"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
 
@@ -26,9 +25,10 @@ func (d *Daemon) mcpEndpoint() (*mcpserver.Endpoint, bool) {
 	return ep, ep != nil
 }
 
-// startMCP serves every session over streamable HTTP on 127.0.0.1 and
-// gives claude nodes (--session-tools) its URL and token; it must run
-// before Restore starts any node. A failure is logged and noticed, never
+// startMCP serves every session over streamable HTTP on 127.0.0.1; claude
+// nodes (--session-tools) find its URL and token through their
+// node.Env.MCPEndpoint (sessionEndpoint), so it must run before Restore
+// starts any node. A failure is logged and noticed, never
 // fatal: the local API works without the endpoint. The returned function
 // stops it.
 func (d *Daemon) startMCP() (stop func()) {
@@ -55,15 +55,22 @@ func (d *Daemon) startMCP() (stop func()) {
 	}
 	d.log.Info("MCP endpoint ready", zap.String("addr", ep.Addr()))
 	d.mcp.Store(ep)
-	d.opts.Registry.Register(claude.Kind, claude.NewFactory(claude.Config{
-		SessionEndpoint: func(name string) (claude.Endpoint, bool) {
-			return claude.Endpoint{URL: ep.URL(name), Token: ep.Token()}, true
-		},
-	}))
 	return func() {
 		d.mcp.Store(nil)
 		if err := ep.Close(context.Background()); err != nil {
 			d.log.Warn("closing the MCP endpoint", zap.Error(err))
 		}
+	}
+}
+
+// sessionEndpoint is node.Env.MCPEndpoint of session name's nodes: the
+// endpoint's URL for that session and its token, while it is served.
+func (d *Daemon) sessionEndpoint(name string) func() (url, token string, ok bool) {
+	return func() (string, string, bool) {
+		ep, ok := d.mcpEndpoint()
+		if !ok {
+			return "", "", false
+		}
+		return ep.URL(name), ep.Token(), true
 	}
 }

@@ -88,12 +88,12 @@ func (d *Daemon) handleMCPFeatures(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	f, err := b.Features(r.Context(), r.PathValue("node"))
+	f, err := b.MCPNode(r.Context(), r.PathValue("node"))
 	if err != nil {
 		writeMCPErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.MCPFeatures(*f))
+	writeJSON(w, http.StatusOK, api.MCPFeatures(*mcpserver.FeaturesOf(f)))
 }
 
 func (d *Daemon) handleMCPRequest(w http.ResponseWriter, r *http.Request) {
@@ -117,38 +117,53 @@ func (d *Daemon) handleMCPRequest(w http.ResponseWriter, r *http.Request) {
 		}
 		return nil
 	}
+	// on runs do on the node: once running, by the session's waiting
+	// rule, or as it is (unsubscribe and setLevel start no lazy node).
+	on := func(running bool, do func(f mcpserver.MCPNode) (any, error)) (any, error) {
+		get := b.MCPNode
+		if running {
+			get = b.RunningMCPNode
+		}
+		f, err := get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return do(f)
+	}
 	var res any
 	switch req.Method {
 	case api.MCPReadResource:
 		var p mcp.ReadResourceParams
 		if err = decode(&p); err == nil {
-			res, err = b.ReadResource(ctx, id, p.URI)
+			res, err = on(true, func(f mcpserver.MCPNode) (any, error) { return f.ReadResource(ctx, p.URI) })
 		}
 	case api.MCPGetPrompt:
 		var p mcp.GetPromptParams
 		if err = decode(&p); err == nil {
-			res, err = b.GetPrompt(ctx, id, p.Name, p.Arguments)
+			res, err = on(true, func(f mcpserver.MCPNode) (any, error) { return f.GetPrompt(ctx, p.Name, p.Arguments) })
 		}
 	case api.MCPComplete:
 		var p mcp.CompleteParams
 		if err = decode(&p); err == nil {
-			res, err = b.Complete(ctx, id, &p)
+			res, err = on(true, func(f mcpserver.MCPNode) (any, error) { return f.Complete(ctx, &p) })
 		}
 	case api.MCPSubscribe, api.MCPUnsubscribe:
 		var p mcp.SubscribeParams
 		if err = decode(&p); err == nil {
-			if req.Method == api.MCPSubscribe {
-				err = b.Subscribe(ctx, id, p.URI)
-			} else {
-				err = b.Unsubscribe(ctx, id, p.URI)
-			}
-			res = struct{}{}
+			sub := req.Method == api.MCPSubscribe
+			res, err = on(sub, func(f mcpserver.MCPNode) (any, error) {
+				if sub {
+					return struct{}{}, f.Subscribe(ctx, p.URI)
+				}
+				return struct{}{}, f.Unsubscribe(ctx, p.URI)
+			})
 		}
 	case api.MCPSetLevel:
 		var p mcp.SetLoggingLevelParams
 		if err = decode(&p); err == nil {
-			err = b.SetLoggingLevel(ctx, id, string(p.Level))
-			res = struct{}{}
+			res, err = on(false, func(f mcpserver.MCPNode) (any, error) {
+				return struct{}{}, f.SetLoggingLevel(ctx, string(p.Level))
+			})
 		}
 	default:
 		err = badRequest(fmt.Errorf("unknown MCP method %q (use %s, %s, %s, %s, %s or %s)", req.Method,

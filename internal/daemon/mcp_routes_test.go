@@ -120,7 +120,7 @@ func TestShortDuration(t *testing.T) {
 func TestWithdrawnWhenTheCallEnds(t *testing.T) {
 	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
 	reg := testRegistry()
-	reg.Register(mcpnode.Kind, mcpnode.New)
+	reg.Register(mcpnode.Kind, mcpnode.Factory(nil))
 	d, err := New(&Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)

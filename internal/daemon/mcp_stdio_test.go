@@ -222,7 +222,7 @@ func TestMCPStdioEndsWithTheDaemon(t *testing.T) {
 func TestMCPStdioNodeModeAsksTheClient(t *testing.T) {
 	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
 	reg := testRegistry()
-	reg.Register(mcpnode.Kind, mcpnode.New)
+	reg.Register(mcpnode.Kind, mcpnode.Factory(nil))
 	d, err := New(&Options{Registry: reg})
 	if err != nil {
 		t.Fatal(err)

@@ -47,15 +47,9 @@ func saveSpecs(path, sessionName string, specs []node.Spec, settings ...session.
 	return nil
 }
 
-// loadSpecs reads a state file. Any flaw (bad JSON, a newer format, an
-// invalid id, a duplicate) is an error: the caller moves the file aside
-// rather than guess.
-func loadSpecs(path string) ([]node.Spec, error) {
-	specs, _, err := loadState(path)
-	return specs, err
-}
-
 // loadState reads a state file: its specs and the session's settings.
+// Any flaw (bad JSON, a newer format, an invalid id, a duplicate) is an
+// error: the caller moves the file aside rather than guess.
 func loadState(path string) ([]node.Spec, session.Settings, error) {
 	var none session.Settings
 	data, err := os.ReadFile(path)

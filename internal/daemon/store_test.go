@@ -29,15 +29,15 @@ func TestSaveSpecs(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("folder holds %d entries, want only default.json", len(entries))
 	}
-	got, err := loadSpecs(path)
+	got, _, err := loadState(path)
 	if err != nil || len(got) != 0 {
-		t.Errorf("loadSpecs after saving none = %v, %v", got, err)
+		t.Errorf("loadState after saving none = %v, %v", got, err)
 	}
 	if err := saveSpecs(path, "default", specs); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := loadSpecs(path); err != nil || len(got) != 1 || got[0].Env["TOKEN"] != "${TOKEN}" {
-		t.Errorf("loadSpecs = %+v, %v; want the spec back, unexpanded", got, err)
+	if got, _, err := loadState(path); err != nil || len(got) != 1 || got[0].Env["TOKEN"] != "${TOKEN}" {
+		t.Errorf("loadState = %+v, %v; want the spec back, unexpanded", got, err)
 	}
 
 	err = saveSpecs(filepath.Join(dir, "missing", "x.json"), "x", specs)

@@ -11,7 +11,7 @@ import (
 	"github.com/nerve-dev/nerve/pkg/session"
 )
 
-// ErrNoFeatures is returned by Backend.Features for a node that is not an
+// ErrNoFeatures is returned by MCPNodes for a node that is not an
 // MCP server (bash, claude, …): it has tools only.
 var ErrNoFeatures = errors.New("node has no resources or prompts")
 
@@ -40,18 +40,21 @@ type Watch interface {
 	Close() error
 }
 
-// Backend is the session as the MCP server sees it. SessionBackend (in the
-// daemon) and ClientBackend (over the local API) implement it; all methods
-// are safe for concurrent use and honour ctx.
+// Backend is the session as the MCP server sees it: its tools, its
+// nodes, and what its mcp nodes offer beyond tools. SessionBackend
+// implements it; all methods are safe for concurrent use and honour ctx.
 type Backend interface {
+	ToolSource
+	NodeManager
+	MCPNodes
+}
+
+// ToolSource is what serving the session's tools needs.
+type ToolSource interface {
 	// Toolset returns every tool of every node that can take calls.
 	Toolset(ctx context.Context) ([]ToolEntry, error)
 	// Tools returns one node's tools.
 	Tools(ctx context.Context, nodeID string) ([]*mcp.Tool, error)
-	// Nodes returns the Info of every node, in the order they were added.
-	Nodes(ctx context.Context) ([]node.Info, error)
-	// Restart stops and starts node id and returns its Info after.
-	Restart(ctx context.Context, nodeID string) (node.Info, error)
 	// Expose returns the session's default tool filter (`nerve session
 	// set expose`), "" for every tool.
 	Expose(ctx context.Context) (string, error)
@@ -63,16 +66,38 @@ type Backend interface {
 	// returns is delivered, except that a backend may leave out a node's
 	// moves between READY and BUSY (they change nothing served).
 	Watch(ctx context.Context) (Watch, error)
+}
 
-	// Features returns an mcp node's resources, templates, prompts and
-	// capabilities, or ErrNoFeatures for other kinds.
-	Features(ctx context.Context, nodeID string) (*Features, error)
-	ReadResource(ctx context.Context, nodeID, uri string) (*mcp.ReadResourceResult, error)
-	GetPrompt(ctx context.Context, nodeID, name string, args map[string]string) (*mcp.GetPromptResult, error)
-	Complete(ctx context.Context, nodeID string, params *mcp.CompleteParams) (*mcp.CompleteResult, error)
-	Subscribe(ctx context.Context, nodeID, uri string) error
-	Unsubscribe(ctx context.Context, nodeID, uri string) error
-	SetLoggingLevel(ctx context.Context, nodeID, level string) error
+// NodeManager is what the management tools and discovery need.
+type NodeManager interface {
+	// Nodes returns the Info of every node, in the order they were added.
+	Nodes(ctx context.Context) ([]node.Info, error)
+	// Restart stops and starts node id and returns its Info after.
+	Restart(ctx context.Context, nodeID string) (node.Info, error)
+}
+
+// MCPNodes finds the session's mcp nodes; both return ErrNoFeatures for
+// a node of another kind.
+type MCPNodes interface {
+	// MCPNode returns node nodeID as it is: its lists may come from its
+	// catalogue, and it may not be running.
+	MCPNode(ctx context.Context, nodeID string) (MCPNode, error)
+	// RunningMCPNode returns node nodeID once it can serve a request that
+	// needs its server, by the session's waiting rule: a lazy node is
+	// started, one that is starting is waited for.
+	RunningMCPNode(ctx context.Context, nodeID string) (MCPNode, error)
+}
+
+// FeaturesOf returns what f offers beyond tools.
+func FeaturesOf(f MCPNode) *Features {
+	return &Features{
+		Resources:    f.Resources(),
+		Templates:    f.ResourceTemplates(),
+		Prompts:      f.Prompts(),
+		Capabilities: f.ServerCapabilities(),
+		Instructions: f.Instructions(),
+		ServerInfo:   f.ServerInfo(),
+	}
 }
 
 // Attacher is implemented by backends that can pass a node's requests
@@ -98,10 +123,10 @@ type Attachment interface {
 	ResourceUpdated(uri string)
 }
 
-// mcpFeatures is the method set of an mcp node (internal/nodes/mcp.Node)
-// the server uses; it is matched by type assertion so node kinds stay
-// unimported.
-type mcpFeatures interface {
+// MCPNode is the method set of an mcp node (internal/nodes/mcp.Node) the
+// server and the daemon use; it is matched by type assertion so node
+// kinds stay unimported.
+type MCPNode interface {
 	Resources() []*mcp.Resource
 	ResourceTemplates() []*mcp.ResourceTemplate
 	Prompts() []*mcp.Prompt

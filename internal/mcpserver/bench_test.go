@@ -22,7 +22,7 @@ import (
 )
 
 func benchSession(b *testing.B) *session.Session {
-	s := session.New("bench", all.Registry(), nil)
+	s := session.New("bench", all.Registry(nil), nil)
 	b.Cleanup(func() { s.Close(context.Background()) })
 	if _, err := s.Add(b.Context(), node.Spec{ID: "echo", Kind: "identity"}); err != nil {
 		b.Fatal(err)
@@ -98,24 +98,11 @@ func BenchmarkCallStdio(b *testing.B) {
 	benchCall(b, benchServe(b, mcpserver.NewSessionBackend(benchSession(b)), ct, st))
 }
 
-// BenchmarkCallStdioDaemon is how `nerve mcp serve` worked before the
-// relay (ClientBackend): an MCP client through OS
-// pipes to the server, which reaches the session through the daemon's
-// local API (here an embedded daemon on an in-memory connection).
-func BenchmarkCallStdioDaemon(b *testing.B) {
-	sess := embedded(b)
-	if _, err := sess.Add(b.Context(), node.Spec{ID: "echo", Kind: "identity"}); err != nil {
-		b.Fatal(err)
-	}
-	ct, st := pipes(b)
-	benchCall(b, benchServe(b, mcpserver.NewClientBackend(sess), ct, st))
-}
-
 // BenchmarkCallStdioRelay is `nerve mcp serve` as it is: an MCP client
 // through OS pipes to a byte relay, and through the daemon's Unix socket
 // to the server the daemon runs on the session.
 func BenchmarkCallStdioRelay(b *testing.B) {
-	d, err := daemon.New(&daemon.Options{Registry: all.Registry()})
+	d, err := daemon.New(&daemon.Options{Registry: all.Registry(nil)})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 // time: twenty-one Node.js servers starting at once on a loaded 2-core
 // machine miss the 30 s initialize wait.
 func manyServers(b *testing.B) *session.Session {
-	s := session.New("bench", all.Registry(), &session.Options{Dir: b.TempDir()})
+	s := session.New("bench", all.Registry(nil), &session.Options{Dir: b.TempDir()})
 	b.Cleanup(func() { s.Close(context.Background()) })
 	specs := []node.Spec{{ID: "fs", Kind: "mcp", Command: npmfix.ServerFilesystem(b, b.TempDir())}}
 	for i := 1; i <= 20; i++ {

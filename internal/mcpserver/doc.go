@@ -5,10 +5,9 @@
 // it serves exactly one node, unprefixed, with all its capabilities —
 // a persistent proxy for one server.
 //
-// The server reaches the session through a Backend: SessionBackend wraps a
+// The server reaches the session through a Backend (three small
+// interfaces: ToolSource, NodeManager, MCPNodes): SessionBackend wraps a
 // *session.Session (the daemon's streamable HTTP endpoint, see
 // NewHTTPHandler, and the daemon's stdio connections that `nerve mcp
-// serve` relays) and ClientBackend wraps a pkg/client session, for a
-// server outside the daemon. Only internal/daemon and internal/cli import
-// it.
+// serve` relays). Only internal/daemon and internal/cli import it.
 package mcpserver

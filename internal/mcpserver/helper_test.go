@@ -20,7 +20,7 @@ import (
 // end of the test.
 func newSession(t testing.TB) *session.Session {
 	t.Helper()
-	s := session.New("test", all.Registry(), &session.Options{Dir: t.TempDir()})
+	s := session.New("test", all.Registry(nil), &session.Options{Dir: t.TempDir()})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

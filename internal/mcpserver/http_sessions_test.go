@@ -299,7 +299,7 @@ func TestHTTPGoneClientPassesToTheNext(t *testing.T) {
 // client (initialize clientInfo) as the caller, for the call log.
 func TestHTTPCallerIsTheClient(t *testing.T) {
 	callers := make(chan node.Caller, 4)
-	s := session.New("test", all.Registry(), &session.Options{Dir: t.TempDir(), OnCall: func(_ context.Context, c *session.CallInfo) {
+	s := session.New("test", all.Registry(nil), &session.Options{Dir: t.TempDir(), OnCall: func(_ context.Context, c *session.CallInfo) {
 		callers <- c.Caller
 	}})
 	t.Cleanup(func() { s.Close(context.Background()) })

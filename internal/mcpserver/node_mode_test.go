@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -80,4 +81,40 @@ func TestNodeModeNotMCP(t *testing.T) {
 	if caps := cs.InitializeResult().Capabilities; caps.Prompts != nil || caps.Resources != nil {
 		t.Errorf("capabilities %s: an identity node has no prompts or resources", mustJSON(caps))
 	}
+}
+
+// TestNodeModeCancelledCallClosesForm: when the call that made the server
+// ask is cancelled, the MCP client's form is cancelled too instead of
+// staying open for nobody.
+func TestNodeModeCancelledCallClosesForm(t *testing.T) {
+	s := newSession(t)
+	addNode(t, s, fixtureNode(t, "fx"))
+	asked := make(chan struct{})
+	cancelled := make(chan struct{})
+	cs, _ := connect(t, serve(t, NewSessionBackend(s), &Options{Node: "fx"}), &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			<-ctx.Done()
+			close(cancelled)
+			return nil, ctx.Err()
+		},
+	})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "elicit", Arguments: map[string]any{"message": "?"}})
+		done <- err
+	}()
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client was never asked")
+	}
+	cancel()
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the client's form stayed open after the call that caused it was cancelled")
+	}
+	<-done
 }

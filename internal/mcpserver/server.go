@@ -213,13 +213,14 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 	// Node mode mirrors the server behind the node when it is known now.
 	ctx, cancel := context.WithTimeout(context.Background(), startWait)
 	defer cancel()
-	f, err := s.b.Features(ctx, s.opts.Node)
+	mn, err := s.b.MCPNode(ctx, s.opts.Node)
 	if err != nil {
 		if errors.Is(err, ErrNoFeatures) {
 			caps.Resources, caps.Prompts, caps.Completions = nil, nil, nil
 		}
 		return o
 	}
+	f := FeaturesOf(mn)
 	o.Instructions = f.Instructions
 	if c := f.Capabilities; c != nil {
 		if c.Resources == nil {
@@ -584,13 +585,14 @@ func (s *Server) syncFeatures(ctx context.Context) {
 	tmplDefs := map[string]*mcp.ResourceTemplate{}
 	promptDefs := map[string]*mcp.Prompt{}
 	for _, id := range ids {
-		f, err := s.b.Features(ctx, id)
+		mn, err := s.b.MCPNode(ctx, id)
 		if err != nil {
 			if !errors.Is(err, ErrNoFeatures) && !errors.Is(err, node.ErrNotFound) {
 				s.log.Debug("features of node", zap.String("node", id), zap.Error(err))
 			}
 			continue
 		}
+		f := FeaturesOf(mn)
 		// URIs are served as the servers give them; the first node to
 		// offer a URI gets it.
 		for _, r := range f.Resources {
@@ -678,14 +680,22 @@ func guard(f func()) (err error) {
 func (s *Server) resourceHandler(id string) mcp.ResourceHandler {
 	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		s.last.Store(req.Session)
-		return s.b.ReadResource(ctx, id, req.Params.URI)
+		f, err := s.b.RunningMCPNode(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return f.ReadResource(ctx, req.Params.URI)
 	}
 }
 
 func (s *Server) promptHandler(id, name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		s.last.Store(req.Session)
-		return s.b.GetPrompt(ctx, id, name, req.Params.Arguments)
+		f, err := s.b.RunningMCPNode(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return f.GetPrompt(ctx, name, req.Params.Arguments)
 	}
 }
 
@@ -737,7 +747,11 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 	default:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown ref type %q", ref.Type)}
 	}
-	res, err := s.b.Complete(ctx, id, &p)
+	f, err := s.b.RunningMCPNode(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := f.Complete(ctx, &p)
 	if err != nil {
 		return nil, err
 	}
@@ -749,7 +763,11 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	if !ok {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	return s.b.Subscribe(ctx, id, req.Params.URI)
+	f, err := s.b.RunningMCPNode(ctx, id)
+	if err != nil {
+		return err
+	}
+	return f.Subscribe(ctx, req.Params.URI)
 }
 
 func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
@@ -757,7 +775,11 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 	if !ok {
 		return mcp.ResourceNotFoundError(req.Params.URI)
 	}
-	return s.b.Unsubscribe(ctx, id, req.Params.URI)
+	f, err := s.b.MCPNode(ctx, id)
+	if err != nil {
+		return err
+	}
+	return f.Unsubscribe(ctx, req.Params.URI)
 }
 
 // middleware passes on what the SDK would answer by itself: the client's
@@ -797,7 +819,11 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				break
 			}
 			if p, ok := req.GetParams().(*mcp.ReadResourceParams); ok && p != nil && !s.listed(p.URI) {
-				return s.b.ReadResource(ctx, s.opts.Node, p.URI)
+				f, err := s.b.RunningMCPNode(ctx, s.opts.Node)
+				if err != nil {
+					return nil, err
+				}
+				return f.ReadResource(ctx, p.URI)
 			}
 		}
 		return next(ctx, method, req)
@@ -818,7 +844,13 @@ func (s *Server) setLevel(ctx context.Context, level string) {
 		}
 	}
 	for _, id := range ids {
-		if err := s.b.SetLoggingLevel(ctx, id, level); err != nil && !errors.Is(err, ErrNoFeatures) {
+		// A level goes to nodes that are running: it starts no lazy node
+		// (a client sets a level right after it connects).
+		f, err := s.b.MCPNode(ctx, id)
+		if err == nil {
+			err = f.SetLoggingLevel(ctx, level)
+		}
+		if err != nil && !errors.Is(err, ErrNoFeatures) {
 			s.log.Debug("passing logging/setLevel to a node", zap.String("node", id), zap.Error(err))
 		}
 	}

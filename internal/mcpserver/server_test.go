@@ -238,7 +238,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 		t.Fatalf("resources: %v %s", err, mustJSON(lr))
 	}
 	fx, _ := s.Node("fx")
-	direct := fx.(mcpFeatures)
+	direct := fx.(MCPNode)
 	if mustJSON(lr.Resources) != mustJSON(direct.Resources()) {
 		t.Errorf("resources through the endpoint:\n%s\nof the node:\n%s", mustJSON(lr.Resources), mustJSON(direct.Resources()))
 	}

@@ -96,104 +96,36 @@ func (w *sessionWatch) Next(ctx context.Context) (session.Event, error) {
 
 func (w *sessionWatch) Close() error { w.sub.Close(); return nil }
 
-// features returns node id as an mcp node, as it is (its lists may come
-// from its catalogue).
-func (b *SessionBackend) features(nodeID string) (mcpFeatures, error) {
+// MCPNode implements MCPNodes.
+func (b *SessionBackend) MCPNode(_ context.Context, nodeID string) (MCPNode, error) {
 	n, err := b.s.Node(nodeID)
 	if err != nil {
 		return nil, err
 	}
-	return asFeatures(n)
+	return asMCPNode(n)
 }
 
-// running returns node id as an mcp node once it can serve a request that
-// needs its server, by the session's waiting rule: a lazy node is started,
-// one that is starting is waited for.
-func (b *SessionBackend) running(ctx context.Context, nodeID string) (mcpFeatures, error) {
+// RunningMCPNode implements MCPNodes.
+func (b *SessionBackend) RunningMCPNode(ctx context.Context, nodeID string) (MCPNode, error) {
 	n, err := b.s.Node(nodeID)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := asFeatures(n); err != nil {
+	if _, err := asMCPNode(n); err != nil {
 		return nil, err
 	}
 	if _, err := b.s.Ready(ctx, nodeID); err != nil {
 		return nil, err
 	}
-	return asFeatures(n)
+	return asMCPNode(n)
 }
 
-func asFeatures(n node.Node) (mcpFeatures, error) {
-	f, ok := n.(mcpFeatures)
+func asMCPNode(n node.Node) (MCPNode, error) {
+	f, ok := n.(MCPNode)
 	if !ok {
 		return nil, fmt.Errorf("%w: node %q is a %s node", ErrNoFeatures, n.ID(), n.Kind())
 	}
 	return f, nil
-}
-
-func (b *SessionBackend) Features(ctx context.Context, nodeID string) (*Features, error) {
-	f, err := b.features(nodeID)
-	if err != nil {
-		return nil, err
-	}
-	return &Features{
-		Resources:    f.Resources(),
-		Templates:    f.ResourceTemplates(),
-		Prompts:      f.Prompts(),
-		Capabilities: f.ServerCapabilities(),
-		Instructions: f.Instructions(),
-		ServerInfo:   f.ServerInfo(),
-	}, nil
-}
-
-func (b *SessionBackend) ReadResource(ctx context.Context, nodeID, uri string) (*mcp.ReadResourceResult, error) {
-	f, err := b.running(ctx, nodeID)
-	if err != nil {
-		return nil, err
-	}
-	return f.ReadResource(ctx, uri)
-}
-
-func (b *SessionBackend) GetPrompt(ctx context.Context, nodeID, name string, args map[string]string) (*mcp.GetPromptResult, error) {
-	f, err := b.running(ctx, nodeID)
-	if err != nil {
-		return nil, err
-	}
-	return f.GetPrompt(ctx, name, args)
-}
-
-func (b *SessionBackend) Complete(ctx context.Context, nodeID string, params *mcp.CompleteParams) (*mcp.CompleteResult, error) {
-	f, err := b.running(ctx, nodeID)
-	if err != nil {
-		return nil, err
-	}
-	return f.Complete(ctx, params)
-}
-
-func (b *SessionBackend) Subscribe(ctx context.Context, nodeID, uri string) error {
-	f, err := b.running(ctx, nodeID)
-	if err != nil {
-		return err
-	}
-	return f.Subscribe(ctx, uri)
-}
-
-func (b *SessionBackend) Unsubscribe(ctx context.Context, nodeID, uri string) error {
-	f, err := b.features(nodeID)
-	if err != nil {
-		return err
-	}
-	return f.Unsubscribe(ctx, uri)
-}
-
-// SetLoggingLevel passes a level to a node that is running; it starts no
-// lazy node (a client sets a level right after it connects).
-func (b *SessionBackend) SetLoggingLevel(ctx context.Context, nodeID, level string) error {
-	f, err := b.features(nodeID)
-	if err != nil {
-		return err
-	}
-	return f.SetLoggingLevel(ctx, level)
 }
 
 // Attach routes node nodeID's sampling and elicitation requests and its
@@ -221,7 +153,7 @@ func (b *SessionBackend) AttachNow(nodeID string, a Attachment) (detach func()) 
 		b.s.SetHooks(b.r)
 	}
 	b.r.mu.Unlock()
-	if f, err := b.features(nodeID); err == nil {
+	if f, err := b.MCPNode(context.Background(), nodeID); err == nil {
 		f.OnResourceUpdated(func(uri string) {
 			if a := b.r.get(nodeID); a != nil {
 				a.ResourceUpdated(uri)

@@ -37,15 +37,10 @@ type Paths struct {
 // (sun_path is 104 bytes on macOS, 108 on Linux, with a terminating NUL).
 const maxSocketPath = 103
 
-// Default returns the paths from the environment: NERVE_HOME overrides
-// everything; otherwise XDG_STATE_HOME/nerve (or ~/.local/state/nerve,
-// %LOCALAPPDATA%\nerve on Windows) and XDG_RUNTIME_DIR/nerve (or
-// /tmp/nerve-$UID).
-func Default() (Paths, error) {
-	return FromEnv(os.Getenv)
-}
-
-// FromEnv is Default with the environment read through getenv.
+// FromEnv returns the paths from the environment read through getenv:
+// NERVE_HOME overrides everything; otherwise XDG_STATE_HOME/nerve (or
+// ~/.local/state/nerve, %LOCALAPPDATA%\nerve on Windows) and
+// XDG_RUNTIME_DIR/nerve (or /tmp/nerve-$UID).
 func FromEnv(getenv func(string) string) (Paths, error) {
 	if home := getenv("NERVE_HOME"); home != "" {
 		abs, err := filepath.Abs(home)

@@ -9,15 +9,6 @@ package suggest
 
 import "strings"
 
-// Distance is the optimal string alignment distance between a and b, in
-// runes: the fewest insertions, deletions, substitutions and swaps of two
-// neighbours ("raed" → "read" is one edit) that turn a into b. It is case
-// sensitive; Closest is not.
-func Distance(a, b string) int {
-	var buf [3][]int
-	return osa(a, b, 1<<30, &buf)
-}
-
 // Limit is how many edits Closest forgives in name: a third of its length
 // in runes, counting at most 12, and at least one — so "fss" may mean "fs",
 // but "ab" never means "xy".
@@ -28,7 +19,10 @@ func Limit(name string) int {
 // Closest returns the candidate that name most likely stands for, or ""
 // when none is close enough to be worth suggesting. The rule:
 //   - case is ignored;
-//   - a candidate within Limit(name) edits (Distance) qualifies;
+//   - a candidate within Limit(name) edits qualifies: optimal string
+//     alignment distance in runes, the fewest insertions, deletions,
+//     substitutions and swaps of two neighbours ("raed" → "read" is one
+//     edit) that turn one into the other;
 //   - so does, at Limit(name) edits, a candidate that starts with name
 //     (a typed fragment of two runes or more: "list" → "list_directory")
 //     or that name starts with (a word of three runes or more with a
@@ -58,7 +52,8 @@ func Closest(name string, candidates []string) string {
 	return best
 }
 
-// osa is the optimal string alignment distance between a and b (runes), or
+// osa is the optimal string alignment distance between a and b (runes,
+// case sensitive), or
 // limit+1 as soon as it is known to exceed limit. buf holds the rows, so
 // one search over many candidates allocates them once.
 func osa(a, b string, limit int, buf *[3][]int) int {

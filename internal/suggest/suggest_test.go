@@ -2,7 +2,12 @@ package suggest
 
 import "testing"
 
+// TestDistance checks the edit distance Closest counts (osa, unbounded).
 func TestDistance(t *testing.T) {
+	distance := func(a, b string) int {
+		var buf [3][]int
+		return osa(a, b, 1<<30, &buf)
+	}
 	tests := []struct {
 		a, b string
 		want int
@@ -21,11 +26,11 @@ func TestDistance(t *testing.T) {
 		{"ca", "abc", 3},    // OSA: no edit of a swapped pair
 	}
 	for _, tt := range tests {
-		if got := Distance(tt.a, tt.b); got != tt.want {
-			t.Errorf("Distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		if got := distance(tt.a, tt.b); got != tt.want {
+			t.Errorf("distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
 		}
-		if got := Distance(tt.b, tt.a); got != tt.want {
-			t.Errorf("Distance(%q, %q) = %d, want %d (symmetric)", tt.b, tt.a, got, tt.want)
+		if got := distance(tt.b, tt.a); got != tt.want {
+			t.Errorf("distance(%q, %q) = %d, want %d (symmetric)", tt.b, tt.a, got, tt.want)
 		}
 	}
 }

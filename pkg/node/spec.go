@@ -125,6 +125,11 @@ type Env struct {
 	// Idle, if set, is the session's idle time for nodes that stop when
 	// unused and have no idle setting of their own (0: never).
 	Idle func() time.Duration
+	// MCPEndpoint, if set, returns the session's own MCP endpoint, a
+	// streamable HTTP URL and its bearer token, for a node whose process
+	// calls the session's tools back (claude --session-tools); ok is false
+	// while none serves the session.
+	MCPEndpoint func() (url, token string, ok bool)
 }
 
 // Lazy is a node that knows its tools without running (a catalogue saved

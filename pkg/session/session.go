@@ -40,6 +40,9 @@ type Options struct {
 	// OnCall, if set, is told of every call made through Call or CallTool
 	// once it ends (calllog.go).
 	OnCall func(ctx context.Context, c *CallInfo)
+	// MCPEndpoint, if set, is every node's node.Env.MCPEndpoint: the
+	// session's own MCP endpoint.
+	MCPEndpoint func() (url, token string, ok bool)
 }
 
 // Session owns a set of nodes. It is safe for concurrent use.
@@ -62,6 +65,7 @@ type Session struct {
 	toolsets   atomic.Pointer[node.Toolset]
 	extraEnv   func() ([]string, string)
 	onCall     func(context.Context, *CallInfo)
+	endpoint   func() (url, token string, ok bool)
 
 	settingsMu sync.Mutex
 	settings   Settings
@@ -143,6 +147,7 @@ func New(name string, reg *Registry, opts *Options) *Session {
 		save:     opts.Save,
 		extraEnv: opts.ExtraEnv,
 		onCall:   opts.OnCall,
+		endpoint: opts.MCPEndpoint,
 		nodes:    make(map[string]*entry),
 	}
 }
@@ -295,6 +300,8 @@ func (s *Session) nodeEnv(e *entry, id string) node.Env {
 		Hooks:     &s.hooks,
 		Tools:     s,
 		Idle:      s.idle,
+
+		MCPEndpoint: s.endpoint,
 	}
 	env.Vars = &vars{s: s, e: e, id: id}
 	if s.dir != "" {

@@ -99,9 +99,8 @@ func TestRealClaudeConnectsTheMCPServersNerveGivesIt(t *testing.T) {
 		saved = s
 		mu.Unlock()
 		return nil
-	}}
-	factory := NewFactory(Config{SessionEndpoint: func(string) (Endpoint, bool) { return ep, true }})
-	n, err := factory(spec, env)
+	}, MCPEndpoint: func() (string, string, bool) { return ep.URL, ep.Token, true }}
+	n, err := New(spec, env)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,14 +29,15 @@ type rig struct {
 	changes chan node.State
 }
 
-type rigOpt func(*node.Spec, *Config)
+// rigOpt changes the spec, or the env the node is built with.
+type rigOpt func(*node.Spec, *node.Env)
 
 func withEnv(k, v string) rigOpt {
-	return func(s *node.Spec, _ *Config) { s.Env[k] = v }
+	return func(s *node.Spec, _ *node.Env) { s.Env[k] = v }
 }
 
 func withOptions(o Options) rigOpt {
-	return func(s *node.Spec, _ *Config) { s.Options, _ = json.Marshal(o) }
+	return func(s *node.Spec, _ *node.Env) { s.Options, _ = json.Marshal(o) }
 }
 
 func newRig(t *testing.T, opts ...rigOpt) *rig {
@@ -47,34 +48,32 @@ func newRig(t *testing.T, opts ...rigOpt) *rig {
 	os.MkdirAll(r.record, 0o700)
 	r.spec = node.Spec{ID: "cc", Kind: Kind, Command: []string{bin},
 		Env: map[string]string{"FAKECLAUDE_HOME": r.home, "FAKECLAUDE_RECORD": r.record}}
-	var cfg Config
+	var env node.Env
 	for _, o := range opts {
-		o(&r.spec, &cfg)
+		o(&r.spec, &env)
 	}
-	r.build(cfg)
+	r.build(env)
 	return r
 }
 
 // build (re)makes the node from r.spec, with the state saved so far, as a
 // restarted daemon does.
-func (r *rig) build(cfg Config) {
+func (r *rig) build(base node.Env) {
 	r.t.Helper()
 	r.mu.Lock()
 	r.spec.State = r.saved
 	r.mu.Unlock()
 	r.changes = make(chan node.State, 64)
-	env := node.Env{
-		Session: "default",
-		Dir:     r.dir,
-		OnState: func(from, to node.State, reason string) { r.changes <- to },
-		SaveState: func(s json.RawMessage) error {
-			r.mu.Lock()
-			r.saved = append(json.RawMessage(nil), s...)
-			r.mu.Unlock()
-			return nil
-		},
+	env := base
+	env.Session, env.Dir = "default", r.dir
+	env.OnState = func(from, to node.State, reason string) { r.changes <- to }
+	env.SaveState = func(s json.RawMessage) error {
+		r.mu.Lock()
+		r.saved = append(json.RawMessage(nil), s...)
+		r.mu.Unlock()
+		return nil
 	}
-	n, err := NewFactory(cfg)(r.spec, env)
+	n, err := New(r.spec, env)
 	if err != nil {
 		r.t.Fatalf("building the node: %v", err)
 	}

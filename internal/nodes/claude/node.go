@@ -32,46 +32,30 @@ const (
 	interruptGrace = 10 * time.Second // for Claude to end an interrupted turn
 )
 
-// Config is what the daemon gives the kind; the zero value works (without
-// session tools).
-type Config struct {
-	// SessionEndpoint returns the MCP endpoint of the named session, which
-	// --session-tools adds to Claude's config. ok is false while the
-	// session serves none.
-	SessionEndpoint func(session string) (ep Endpoint, ok bool)
-}
-
-// New is the claude kind's node.Factory with a zero Config: a node with
-// session_tools set fails to start. The daemon registers NewFactory with
-// its endpoint instead.
+// New is the claude kind's node.Factory. A node with session_tools set
+// adds the session's MCP endpoint (env.MCPEndpoint) to Claude's config at
+// each start, and fails to start without one.
 func New(spec node.Spec, env node.Env) (node.Node, error) {
-	return NewFactory(Config{})(spec, env)
-}
-
-// NewFactory returns the claude kind's node.Factory for cfg.
-func NewFactory(cfg Config) node.Factory {
-	return func(spec node.Spec, env node.Env) (node.Node, error) {
-		opts, err := decodeOptions(&spec)
-		if err != nil {
-			return nil, err
-		}
-		st, err := decodeState(&spec)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := buildArgv(spec.Command, launch{sessionID: "x"}); err != nil {
-			return nil, err
-		}
-		n := &Node{
-			spec: spec, env: env, opts: opts, cfg: cfg, state: st,
-			tools:          []*mcp.Tool{newTool(opts)},
-			sem:            make(chan struct{}, 1),
-			stopGrace:      stopGrace,
-			interruptGrace: interruptGrace,
-		}
-		n.Init(spec, env)
-		return n, nil
+	opts, err := decodeOptions(&spec)
+	if err != nil {
+		return nil, err
 	}
+	st, err := decodeState(&spec)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := buildArgv(spec.Command, launch{sessionID: "x"}); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		spec: spec, env: env, opts: opts, state: st,
+		tools:          []*mcp.Tool{newTool(opts)},
+		sem:            make(chan struct{}, 1),
+		stopGrace:      stopGrace,
+		interruptGrace: interruptGrace,
+	}
+	n.Init(spec, env)
+	return n, nil
 }
 
 func newTool(o Options) *mcp.Tool {
@@ -102,7 +86,6 @@ type Node struct {
 	spec  node.Spec
 	env   node.Env
 	opts  Options
-	cfg   Config
 	tools []*mcp.Tool
 	// sem lets one call at a time talk to Claude; others wait their turn.
 	sem chan struct{}
@@ -157,12 +140,13 @@ func (n *Node) start(ctx context.Context) error {
 	}
 	var ep *Endpoint
 	if n.opts.SessionTools {
-		if n.cfg.SessionEndpoint == nil {
-			return errors.New("session tools need the MCP endpoint (this nerve serves none: run the node in the daemon, or drop --session-tools)")
+		var e Endpoint
+		ok := n.env.MCPEndpoint != nil
+		if ok {
+			e.URL, e.Token, ok = n.env.MCPEndpoint()
 		}
-		e, ok := n.cfg.SessionEndpoint(n.env.Session)
 		if !ok {
-			return fmt.Errorf("session tools need the MCP endpoint (session %q has none running yet: restart the node once the daemon serves it, or drop --session-tools)", n.env.Session)
+			return errors.New("session tools need the MCP endpoint (this nerve serves none: run the node in the daemon, or drop --session-tools)")
 		}
 		ep = &e
 	}

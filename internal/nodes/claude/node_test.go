@@ -204,7 +204,7 @@ func TestConversationSurvivesRestarts(t *testing.T) {
 	r.ask("second")
 	// A daemon restart: a new node from the saved spec and state.
 	r.n.Stop(context.Background())
-	r.build(Config{})
+	r.build(node.Env{})
 	r.start()
 	if got, _ := r.lastRun().flag("--resume"); got != id {
 		t.Errorf("after a daemon restart: --resume %q, want %q (argv %q)", got, id, r.lastRun().Argv)
@@ -336,7 +336,7 @@ func TestFailures(t *testing.T) {
 		for _, cmd := range []string{"/nonexistent/claude", "nerve-no-such-claude"} {
 			r := newRig(t)
 			r.spec.Command = []string{cmd}
-			r.build(Config{})
+			r.build(node.Env{})
 			err := r.n.Start(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "not installed") || !strings.Contains(err.Error(), "npm install -g @anthropic-ai/claude-code") {
 				t.Errorf("%s: Start err = %v, want 'not installed' and how to install", cmd, err)
@@ -389,7 +389,7 @@ func TestFailures(t *testing.T) {
 	t.Run("resume of a lost conversation", func(t *testing.T) {
 		r := newRig(t)
 		r.saved = json.RawMessage(`{"session_id": "11111111-2222-4333-8444-555555555555", "started": true}`)
-		r.build(Config{})
+		r.build(node.Env{})
 		err := r.n.Start(context.Background())
 		if err == nil || !strings.Contains(err.Error(), "no conversation 11111111-2222-4333-8444-555555555555") {
 			t.Fatalf("Start err = %v, want it to say the conversation is gone", err)
@@ -402,7 +402,7 @@ func TestFailures(t *testing.T) {
 		// State saved before the message reached Claude's transcript.
 		r.n.Stop(context.Background())
 		r.saved = json.RawMessage(`{"session_id": "` + r.state().SessionID + `"}`)
-		r.build(Config{})
+		r.build(node.Env{})
 		r.start()
 		if got, _ := r.ask("history"); got != "one" {
 			t.Errorf("history = %q, want %q (resumed after 'already in use')", got, "one")
@@ -431,18 +431,20 @@ func TestSessionTools(t *testing.T) {
 			t.Fatalf("Start err = %v", err)
 		}
 	})
+	t.Run("endpoint not served", func(t *testing.T) {
+		r := newRig(t, withOptions(Options{SessionTools: true}), func(_ *node.Spec, env *node.Env) {
+			env.MCPEndpoint = func() (string, string, bool) { return "", "", false }
+		})
+		err := r.n.Start(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "session tools need the MCP endpoint") {
+			t.Fatalf("Start err = %v", err)
+		}
+	})
 	t.Run("endpoint", func(t *testing.T) {
-		var asked string
-		r := newRig(t, withOptions(Options{SessionTools: true}), func(_ *node.Spec, c *Config) {
-			c.SessionEndpoint = func(session string) (Endpoint, bool) {
-				asked = session
-				return Endpoint{URL: "http://127.0.0.1:7/mcp", Token: "tok"}, true
-			}
+		r := newRig(t, withOptions(Options{SessionTools: true}), func(_ *node.Spec, env *node.Env) {
+			env.MCPEndpoint = func() (string, string, bool) { return "http://127.0.0.1:7/mcp", "tok", true }
 		})
 		r.start()
-		if asked != "default" {
-			t.Errorf("endpoint asked for session %q, want default", asked)
-		}
 		want := map[string]any{"mcpServers": map[string]any{"nerve": map[string]any{
 			"type": "http", "url": "http://127.0.0.1:7/mcp", "headers": map[string]any{"Authorization": "Bearer tok"}}}}
 		if got := r.lastRun().MCPConfigs; len(got) != 1 || !reflect.DeepEqual(got[0], want) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/backoff"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -488,7 +489,9 @@ func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord)
 		}
 		rec.Args = args
 	}
-	backoff := s.Retry.Backoff
+	// The step's backoff doubles after each try, uncapped: the graph's
+	// author chose both it and the number of tries.
+	wait := backoff.Backoff{Base: s.Retry.Backoff}
 	var res *StepResult
 	var err error
 	for try := 1; ; try++ {
@@ -498,15 +501,8 @@ func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord)
 			return res, err
 		}
 		r.emit(StepEvent{Step: s.ID, State: StateRetried, Attempt: try + 1, Error: err.Error()})
-		if backoff > 0 {
-			t := time.NewTimer(backoff)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				return res, ctx.Err()
-			}
-			backoff *= 2
+		if err := wait.Wait(ctx, try-1); err != nil {
+			return res, err
 		}
 	}
 }

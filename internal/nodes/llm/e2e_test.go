@@ -91,7 +91,7 @@ func TestToolLoopThroughRealNodes(t *testing.T) {
 
 	reg := registry()
 	reg.Register(bash.Kind, bash.New)
-	reg.Register(mcpnode.Kind, mcpnode.New)
+	reg.Register(mcpnode.Kind, mcpnode.Factory(nil))
 	s := session.New("e2e", reg, &session.Options{Dir: t.TempDir()})
 	defer s.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -181,7 +181,7 @@ func TestSamplingFromARealServer(t *testing.T) {
 	})
 	defer srv.Close()
 	reg := registry()
-	reg.Register(mcpnode.Kind, mcpnode.New)
+	reg.Register(mcpnode.Kind, mcpnode.Factory(nil))
 	s := session.New("e2e", reg, &session.Options{Dir: t.TempDir()})
 	defer s.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

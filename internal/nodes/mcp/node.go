@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/backoff"
 	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -134,13 +135,6 @@ type Node struct {
 	callsMu sync.Mutex
 	calls   map[string]*call // by progress token
 	seq     atomic.Int64
-}
-
-// New is the mcp kind's node.Factory.
-func New(spec node.Spec, env node.Env) (node.Node, error) {
-	cfg := defaultConfig()
-	cfg.lookup, cfg.environ = env.Lookup, env.Environ
-	return newNode(spec, env, cfg)
 }
 
 func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
@@ -489,7 +483,7 @@ func httpClient(headers map[string]string) *http.Client {
 		}
 		base = &headerTransport{base: base, headers: h}
 	}
-	return &http.Client{Transport: &guardTransport{base: &retryTransport{base: base, sleep: sleepCtx}, limit: DefaultMaxMessage}}
+	return &http.Client{Transport: &guardTransport{base: &retryTransport{base: base}, limit: DefaultMaxMessage}}
 }
 
 type headerTransport struct {
@@ -629,12 +623,11 @@ func (n *Node) scheduleRestart(c *conn) {
 		}()
 		for {
 			n.mu.Lock()
-			delay := n.cfg.restartBase << min(n.failStreak, 16)
+			delay := backoff.Backoff{Base: n.cfg.restartBase, Max: n.cfg.restartMax}.Delay(n.failStreak)
 			n.failStreak++
 			n.mu.Unlock()
-			delay = min(delay, n.cfg.restartMax)
 			n.log.Info("restarting the mcp server", zap.Duration("in", delay))
-			if wait(ctx.Done(), delay) {
+			if backoff.Sleep(ctx, delay) != nil {
 				return
 			}
 			n.lifeMu.Lock()

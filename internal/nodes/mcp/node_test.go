@@ -496,3 +496,26 @@ type mapVars map[string]string
 func (m mapVars) Lookup(k string) (string, bool) { v, ok := m[k]; return v, ok }
 func (m mapVars) Environ() []string              { return nil }
 func (m mapVars) Where() string                  { return "the test's variables" }
+
+// TestFactoryResolvesEnvVars: the kind's factory (the one the daemon
+// registers) resolves ${VAR} against the node's variables — the
+// environment of the client that added it — and not only the daemon's.
+func TestFactoryResolvesEnvVars(t *testing.T) {
+	argv := helperCommand(t, "server")
+	exe := argv[len(argv)-1]
+	argv[len(argv)-1] = "${NERVE_TEST_SERVER}"
+	if _, ok := os.LookupEnv("NERVE_TEST_SERVER"); ok {
+		t.Skip("NERVE_TEST_SERVER is set in the test's own environment")
+	}
+	env := newEvents().env()
+	env.Vars = &node.EnvLayers{Layers: [][]string{{"NERVE_TEST_SERVER=" + exe}}, Names: []string{"the client's environment"}}
+	n, err := Factory(&Options{})(stdioSpec("vars", argv), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, n.(*Node))
+	res, err := n.CallTool(t.Context(), &node.CallRequest{Tool: "echo", Arguments: []byte(`{"text":"from the client's env"}`)})
+	if err != nil || text(t, res) != "from the client's env" {
+		t.Fatalf("call: %v %v", err, res)
+	}
+}

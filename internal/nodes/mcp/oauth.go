@@ -46,7 +46,9 @@ type Options struct {
 	Tokens TokenStore
 }
 
-// Factory returns the kind's node.Factory with opts; nil opts is New.
+// Factory returns the kind's node.Factory with opts (nil: none). A node
+// resolves ${VAR} against env's variables and gives its process their
+// environment.
 func Factory(opts *Options) node.Factory {
 	return func(spec node.Spec, env node.Env) (node.Node, error) {
 		cfg := defaultConfig()

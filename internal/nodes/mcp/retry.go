@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/backoff"
 )
 
 // Retries of a request a remote server turned away (429, 503): it did not
@@ -14,9 +16,12 @@ import (
 // wait at most retryMaxWait and never past the request's deadline.
 const (
 	retryTries   = 3
-	retryFirst   = 250 * time.Millisecond // then doubled, when the server names no Retry-After
 	retryMaxWait = 10 * time.Second
 )
+
+// retryWait is the wait before each retry when the server names no
+// Retry-After: 250 ms, then doubled.
+var retryWait = backoff.Backoff{Base: 250 * time.Millisecond}
 
 // StatusError is the error of a request a remote server kept turning away
 // with 429 Too Many Requests or 503 Service Unavailable after nerve's
@@ -49,8 +54,7 @@ func (e *StatusError) Error() string {
 // retryTransport sends a POST again when the server answers 429 or 503.
 // Other methods pass through: the SDK retries its GET stream itself.
 type retryTransport struct {
-	base  http.RoundTripper
-	sleep func(ctx context.Context, d time.Duration) error // tests
+	base http.RoundTripper
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -58,7 +62,6 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return t.base.RoundTrip(req)
 	}
 	ctx := req.Context()
-	wait := retryFirst
 	for try := 1; ; try++ {
 		r := req
 		if try > 1 && req.GetBody != nil {
@@ -80,7 +83,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if try == retryTries {
 			return nil, serr
 		}
-		d := wait
+		d := retryWait.Delay(try - 1)
 		if named {
 			d = after
 		}
@@ -88,10 +91,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			serr.TooLong = named
 			return nil, serr
 		}
-		if err := t.sleep(ctx, d); err != nil {
-			return nil, fmt.Errorf("%w (while waiting to retry after HTTP %d)", err, resp.StatusCode)
+		if backoff.Sleep(ctx, d) != nil {
+			return nil, fmt.Errorf("%w (while waiting to retry after HTTP %d)", context.Cause(ctx), resp.StatusCode)
 		}
-		wait *= 2
 	}
 }
 
@@ -107,15 +109,4 @@ func retryAfter(v string, now time.Time) (time.Duration, bool) {
 		return max(t.Sub(now), 0), true
 	}
 	return 0, false
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
@@ -413,50 +412,4 @@ func readAnthropicStream(r io.Reader, onDelta func(Delta), display string) (*Res
 		list = append(list, b.anBlock)
 	}
 	return anthropicResponse(model, stop, list, &usage), nil
-}
-
-// readSSE calls handle with the event name and data of each event of an
-// SSE stream, until the stream ends or handle says it is done; comments
-// and other fields are skipped. A lost connection is a *transportError.
-func readSSE(r io.Reader, handle func(event string, data []byte) (done bool, err error)) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var data bytes.Buffer
-	event := ""
-	dispatch := func() (bool, error) {
-		defer func() { data.Reset(); event = "" }()
-		payload := bytes.TrimSpace(data.Bytes())
-		if len(payload) == 0 {
-			return false, nil
-		}
-		return handle(event, payload)
-	}
-	for {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			line = bytes.TrimRight(line, "\r\n")
-			switch {
-			case len(line) == 0:
-				done, derr := dispatch()
-				if derr != nil || done {
-					return derr
-				}
-			case bytes.HasPrefix(line, []byte("data:")):
-				if data.Len() > 0 {
-					data.WriteByte('\n')
-				}
-				data.Write(bytes.TrimPrefix(line[5:], []byte(" ")))
-			case bytes.HasPrefix(line, []byte("event:")):
-				event = string(bytes.TrimSpace(line[6:]))
-			}
-		}
-		if err != nil {
-			if _, derr := dispatch(); derr != nil {
-				return derr
-			}
-			if err == io.EOF {
-				return nil
-			}
-			return &transportError{fmt.Errorf("reading the stream: %w", err)}
-		}
-	}
 }

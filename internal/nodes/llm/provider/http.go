@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"time"
@@ -138,13 +137,7 @@ func retryDelay(err error, attempt int) (time.Duration, bool) {
 	} else if !isTransient(err) {
 		return 0, false
 	}
-	d := baseBackoff << attempt
-	if d > maxBackoff || d <= 0 {
-		d = maxBackoff
-	}
-	// ±25% jitter so clients that failed together do not retry together.
-	d = d*3/4 + time.Duration(rand.Int64N(int64(d/2)+1))
-	return d, true
+	return retryBackoff.Delay(attempt), true
 }
 
 // isTransient reports errors of the connection (refused, reset, EOF, a

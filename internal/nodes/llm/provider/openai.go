@@ -1,8 +1,6 @@
 package provider
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -321,31 +319,23 @@ func (a *toolAcc) calls() []ToolCall {
 }
 
 // readStream reads an SSE answer: "data: {chunk}" events until
-// "data: [DONE]" (or the end of the body), ignoring comments and other
-// fields.
+// "data: [DONE]" (or the end of the body).
 func readStream(r io.Reader, onDelta func(Delta)) (*Response, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
 	res := &Response{}
 	var text, reason strings.Builder
 	var acc toolAcc
-	var data bytes.Buffer
 	done := false
-	dispatch := func() error {
-		defer data.Reset()
-		payload := bytes.TrimSpace(data.Bytes())
-		if len(payload) == 0 {
-			return nil
-		}
+	err := readSSE(r, func(_ string, payload []byte) (bool, error) {
 		if string(payload) == "[DONE]" {
 			done = true
-			return nil
+			return true, nil
 		}
 		var w oaResponse
 		if err := json.Unmarshal(payload, &w); err != nil {
-			return fmt.Errorf("a streamed chunk is not JSON (%w): %.200s", err, payload)
+			return false, fmt.Errorf("a streamed chunk is not JSON (%w): %.200s", err, payload)
 		}
 		if len(w.Error) > 0 && string(w.Error) != "null" {
-			return fmt.Errorf("the provider reported an error mid-stream: %s", errorMessage(payload))
+			return false, fmt.Errorf("the provider reported an error mid-stream: %s", errorMessage(payload))
 		}
 		if w.Model != "" {
 			res.Model = w.Model
@@ -372,34 +362,10 @@ func readStream(r io.Reader, onDelta func(Delta)) (*Response, error) {
 				res.FinishReason = *ch.FinishReason
 			}
 		}
-		return nil
-	}
-	for !done {
-		line, err := br.ReadBytes('\n')
-		if len(line) > 0 {
-			line = bytes.TrimRight(line, "\r\n")
-			switch {
-			case len(line) == 0:
-				if derr := dispatch(); derr != nil {
-					return nil, derr
-				}
-			case bytes.HasPrefix(line, []byte("data:")):
-				v := bytes.TrimPrefix(line[5:], []byte(" "))
-				if data.Len() > 0 {
-					data.WriteByte('\n')
-				}
-				data.Write(v)
-			}
-		}
-		if err != nil {
-			if derr := dispatch(); derr != nil {
-				return nil, derr
-			}
-			if err == io.EOF {
-				break
-			}
-			return nil, &transportError{fmt.Errorf("reading the stream: %w", err)}
-		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	res.Text, res.Reasoning, res.ToolCalls = text.String(), reason.String(), acc.calls()
 	if !done && res.FinishReason == "" {

@@ -48,8 +48,9 @@ func TestRetryHonoursRetryAfter(t *testing.T) {
 	if len(sl.d) != 2 || sl.d[0] != 7*time.Second {
 		t.Fatalf("delays %v, want 7s (Retry-After) then a backoff", sl.d)
 	}
-	if sl.d[1] < baseBackoff*2*3/4 || sl.d[1] > baseBackoff*2*5/4 {
-		t.Errorf("second delay %v, want about %v", sl.d[1], 2*baseBackoff)
+	// The second retry, without Retry-After: 0.5 s doubled, ±25 %.
+	if sl.d[1] < 750*time.Millisecond || sl.d[1] > 1250*time.Millisecond {
+		t.Errorf("second delay %v, want 1s ±25%%", sl.d[1])
 	}
 }
 

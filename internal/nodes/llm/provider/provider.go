@@ -16,6 +16,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/backoff"
 )
 
 // Conversation roles.
@@ -142,9 +144,12 @@ const (
 	// maxRetryAfter is the longest Retry-After nerve waits for; a provider
 	// asking for longer gets its error reported instead.
 	maxRetryAfter = 2 * time.Minute
-	baseBackoff   = 500 * time.Millisecond
-	maxBackoff    = 30 * time.Second
 )
+
+// retryBackoff is the wait before a retry the provider did not time
+// (no Retry-After): 0.5 s doubling to 30 s, ±25 % so clients that failed
+// together do not retry together.
+var retryBackoff = backoff.Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.25}
 
 func (c *Config) withDefaults() Config {
 	cfg := *c
@@ -160,20 +165,9 @@ func (c *Config) withDefaults() Config {
 		cfg.HTTPClient = &http.Client{}
 	}
 	if cfg.Sleep == nil {
-		cfg.Sleep = sleep
+		cfg.Sleep = backoff.Sleep
 	}
 	return cfg
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // StatusError is an HTTP error answer from the provider.
