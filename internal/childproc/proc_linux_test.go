@@ -96,22 +96,26 @@ func signalOf(st *os.ProcessState) syscall.Signal {
 }
 
 func TestStopEndsTheChildInStages(t *testing.T) {
-	quick := &Options{StopGrace: 50 * time.Millisecond, TermGrace: 50 * time.Millisecond}
+	// Each stage's grace is short only where the test waits it out: a
+	// child that should end at a stage gets 5 s to do so (cat took over
+	// 50 ms to exit on stdin EOF beside a CPU hog, and was signalled).
+	const short, long = 50 * time.Millisecond, 5 * time.Second
 	tests := []struct {
 		name           string
 		argv           []string
+		opts           *Options
 		wantSignalled  bool
 		wantSignal     syscall.Signal // 0: exited by itself
 		wantGrandchild bool
 	}{
-		{"exits on stdin EOF", []string{"/bin/cat"}, false, 0, false},
-		{"needs SIGTERM, grandchild too", withGrandchild, true, syscall.SIGTERM, true},
+		{"exits on stdin EOF", []string{"/bin/cat"}, &Options{StopGrace: long, TermGrace: short}, false, 0, false},
+		{"needs SIGTERM, grandchild too", withGrandchild, &Options{StopGrace: short, TermGrace: long}, true, syscall.SIGTERM, true},
 		// Ignored signals are inherited: the grandchild ignores SIGTERM too.
-		{"ignores SIGTERM, gets SIGKILL", []string{"/bin/sh", "-c", `trap "" TERM; sleep 300 & echo $!; wait`}, true, syscall.SIGKILL, true},
+		{"ignores SIGTERM, gets SIGKILL", []string{"/bin/sh", "-c", `trap "" TERM; sleep 300 & echo $!; wait`}, &Options{StopGrace: short, TermGrace: short}, true, syscall.SIGKILL, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := start(t, tt.argv, quick)
+			p := start(t, tt.argv, tt.opts)
 			kid := 0
 			if tt.wantGrandchild {
 				kid = readPid(t, p)

@@ -3,6 +3,7 @@ package mcpnode
 import (
 	"context"
 	"errors"
+	"io"
 	"fmt"
 	"net/http"
 	"os"
@@ -323,8 +324,16 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		if c.proc != nil {
 			if _, ok := c.proc.exitedByItself(); !ok {
 				// It may be exiting right now; give it a moment so the
-				// message can say how it ended.
-				c.proc.waitExited(ctx, 50*time.Millisecond)
+				// message can say how it ended. A closed stdout nearly
+				// always means the process is gone, and reaping it took
+				// longer than 50 ms on a loaded machine ("closed its
+				// stdout" instead of "exited with code 7"): wait longer
+				// for that.
+				d := 50 * time.Millisecond
+				if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+					d = 2 * time.Second
+				}
+				c.proc.waitExited(ctx, d)
 			}
 			msg := n.explain(err, c.proc, true, sctx.Err() != nil && ctx.Err() == nil)
 			c.proc.shutdown()
