@@ -3,8 +3,8 @@ package mcpnode
 import (
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
