@@ -290,8 +290,15 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 			// node still starting.
 			r.catalog.refresh(ctx)
 			r.waitStarting(ctx, id)
-			if tools, known := r.catalog.index().Tools(id); known && tools == nil && r.printNodeNotReady(ctx, id) {
-				return false
+			if tools, known := r.catalog.index().Tools(id); known && tools == nil {
+				// A node the daemon restores after a restart is CREATED
+				// until its start begins: ask for its tools, which waits
+				// for that start, then read the catalog again (the line
+				// was parsed against no tools: "not listed yet").
+				r.awaitTools(ctx, id)
+				if tools, _ := r.catalog.index().Tools(id); tools == nil && r.printNodeNotReady(ctx, id) {
+					return false
+				}
 			}
 		}
 	}
@@ -377,6 +384,26 @@ func (r *repl) waitStarting(ctx context.Context, id string) {
 			r.catalog.refresh(ctx)
 			return
 		}
+	}
+}
+
+// awaitTools asks the daemon for node id's tools, which waits for a start
+// that is pending or under way (never starts a lazy node), for at most
+// startWait or until Ctrl-C, and refreshes the catalog when they come.
+func (r *repl) awaitTools(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, startWait)
+	defer cancel()
+	sigs, stop := interrupts()
+	defer stop()
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if tools, err := r.session.Tools(ctx, id); err == nil && len(tools) > 0 {
+		r.catalog.refresh(ctx)
 	}
 }
 
