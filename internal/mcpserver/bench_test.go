@@ -98,19 +98,6 @@ func BenchmarkCallStdio(b *testing.B) {
 	benchCall(b, benchServe(b, mcpserver.NewSessionBackend(benchSession(b)), ct, st))
 }
 
-// BenchmarkCallStdioDaemon is how `nerve mcp serve` worked before the
-// relay (ClientBackend): an MCP client through OS
-// pipes to the server, which reaches the session through the daemon's
-// local API (here an embedded daemon on an in-memory connection).
-func BenchmarkCallStdioDaemon(b *testing.B) {
-	sess := embedded(b)
-	if _, err := sess.Add(b.Context(), node.Spec{ID: "echo", Kind: "identity"}); err != nil {
-		b.Fatal(err)
-	}
-	ct, st := pipes(b)
-	benchCall(b, benchServe(b, mcpserver.NewClientBackend(sess), ct, st))
-}
-
 // BenchmarkCallStdioRelay is `nerve mcp serve` as it is: an MCP client
 // through OS pipes to a byte relay, and through the daemon's Unix socket
 // to the server the daemon runs on the session.
