@@ -19,6 +19,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/nodes/graph"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -153,7 +154,7 @@ func checkGraph(ctx context.Context, env *Env, s *client.Session, name, file, sr
 // still lists its tools, an MCP node its catalogue), and the nodes whose
 // tools cannot be listed now, with why (their calls are not checked).
 func graphCatalogue(ctx context.Context, s *client.Session, skip string) (map[string]*mcp.Tool, map[string]string, error) {
-	toolset, err := s.Toolset(ctx)
+	toolset, err := mcpclient.Toolset(ctx, s)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,7 +163,7 @@ func graphCatalogue(ctx context.Context, s *client.Session, skip string) (map[st
 	for _, t := range toolset {
 		listed[t.Node] = true
 		if t.Node != skip {
-			tools[t.Qualified] = t.Tool
+			tools[t.Qualified] = t.MCPTool
 		}
 	}
 	infos, err := s.Nodes(ctx)
@@ -174,7 +175,7 @@ func graphCatalogue(ctx context.Context, s *client.Session, skip string) (map[st
 		if i.ID == skip || listed[i.ID] {
 			continue
 		}
-		ts, err := s.Tools(ctx, i.ID)
+		ts, err := mcpclient.Tools(ctx, s, i.ID)
 		if err != nil {
 			down[i.ID] = node.NotReady(i.ID, i.State, i.Error).Error()
 			continue
@@ -449,7 +450,7 @@ func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
 // waits for the start; its error (an unknown node, a node in ERROR) is
 // left for s.Node to report.
 func startedNode(ctx context.Context, s *client.Session, id string) (api.NodeDetail, error) {
-	_, _ = s.Tools(ctx, id)
+	_, _ = mcpclient.Tools(ctx, s, id)
 	return s.Node(ctx, id)
 }
 
@@ -609,21 +610,11 @@ func runGraphResume(ctx context.Context, env *Env, inv *Invocation) error {
 
 // callAndPrint calls a tool as `nerve call` does, step lines on stderr.
 func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage, meta map[string]any) error {
-	res, err := s.CallMeta(ctx, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, id, l) })
+	res, err := mcpclient.CallMeta(ctx, s, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, id, l) })
 	if err != nil {
 		return err
 	}
-	if env.JSON {
-		if err := printJSON(env, res); err != nil {
-			return err
-		}
-	} else if err := printResult(env, res); err != nil {
-		return err
-	}
-	if res.IsError {
-		return errToolFailed
-	}
-	return nil
+	return printCallResult(env, res)
 }
 
 // graphStepLine is one line for a graph's step event: "✓ read 12ms".
@@ -678,7 +669,7 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	// value each (issue 17, item 6).
 	line := callLine(inv.Args[2:])
 	nodeID := lineNode(line)
-	tools, err := s.Tools(ctx, nodeID)
+	tools, err := mcpclient.Tools(ctx, s, nodeID)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/api/mcpapi"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -87,7 +88,7 @@ func (d *Daemon) handleResources(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := api.Resources{Resources: rn.Resources(), Templates: rn.ResourceTemplates()}
+	out := mcpapi.Resources{Resources: rn.Resources(), Templates: rn.ResourceTemplates()}
 	if out.Resources == nil {
 		out.Resources = []*mcp.Resource{}
 	}

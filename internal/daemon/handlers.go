@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
@@ -397,6 +398,13 @@ func (d *Daemon) handleTools(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, tools)
 }
 
+// toolsetEntry is api.Tool with the tool as the node's *mcp.Tool: the
+// shallower field writes the "tool" key, without encoding it twice.
+type toolsetEntry struct {
+	api.Tool
+	MCPTool *mcp.Tool `json:"tool"`
+}
+
 func (d *Daemon) handleToolset(w http.ResponseWriter, r *http.Request) {
 	s, err := d.sessionOf(r, false)
 	if err != nil {
@@ -409,9 +417,9 @@ func (d *Daemon) handleToolset(w http.ResponseWriter, r *http.Request) {
 	} else {
 		entries = s.Toolset(r.Context()).Tools()
 	}
-	out := make([]api.Tool, len(entries))
+	out := make([]toolsetEntry, len(entries))
 	for i, e := range entries {
-		out[i] = api.Tool{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName, Tool: e.Tool}
+		out[i] = toolsetEntry{Tool: api.Tool{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName}, MCPTool: e.Tool}
 	}
 	writeJSON(w, http.StatusOK, out)
 }

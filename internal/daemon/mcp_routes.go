@@ -17,6 +17,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/api/mcpapi"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -93,7 +94,7 @@ func (d *Daemon) handleMCPFeatures(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.MCPFeatures(*f))
+	writeJSON(w, http.StatusOK, mcpapi.MCPFeatures(*f))
 }
 
 func (d *Daemon) handleMCPRequest(w http.ResponseWriter, r *http.Request) {
