@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -61,7 +62,7 @@ Examples:
 }
 
 // filePos is the line:column at the start of a mistake.
-var filePos = regexp.MustCompile(`^\d+:\d+: `)
+var filePos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+:\d+: `) }) // compiled on first use, not at every start
 
 // graphFileError is a graph definition with mistakes (exit 2).
 type graphFileError struct{ msg string }
@@ -101,7 +102,7 @@ func checkGraph(ctx context.Context, env *Env, s *client.Session, name, file, sr
 		for i, l := range lines {
 			if file == "" {
 				// A definition the builder wrote: its places mean nothing to the person.
-				lines[i] = "graph " + name + ": " + filePos.ReplaceAllString(l, "")
+				lines[i] = "graph " + name + ": " + filePos().ReplaceAllString(l, "")
 				continue
 			}
 			if l != "" && l[0] >= '0' && l[0] <= '9' {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -190,7 +191,7 @@ func shellContexts(ts *tstring) []shellPlace {
 	return out
 }
 
-var shellNumber = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
+var shellNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`) }) // compiled on first use, not at every start
 
 // quoteAt quotes v for place p, or says why it cannot be placed there.
 func quoteAt(p shellPlace, v string) (string, error) {
@@ -216,7 +217,7 @@ func quoteFor(c shellCtx, v string) (string, error) {
 	case shDollarQuote:
 		return dollarQuoter.Replace(v), nil
 	case shArith:
-		if shellNumber.MatchString(strings.TrimSpace(v)) {
+		if shellNumber().MatchString(strings.TrimSpace(v)) {
 			return v, nil
 		}
 		return "", fmt.Errorf("inside $((...)) only a number can be placed, not %q", firstLine(v))
