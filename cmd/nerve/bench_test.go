@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,5 +185,43 @@ func BenchmarkMCPServeProcess(b *testing.B) {
 		if err != nil || res.IsError {
 			b.Fatalf("call: %v %v", err, res)
 		}
+	}
+}
+
+// BenchmarkOneShotRatio runs `nerve call @id identity text=hi` against a
+// warm identity node and a Go hello-world binary in one interleaved loop
+// (one of each per round, 200 rounds per iteration), and reports the
+// medians and their ratio: the one-shot cost of nerve over the cheapest Go
+// process, on whatever load the machine has at the time. Run it with
+// -benchtime 1x (docs/performance.md).
+func BenchmarkOneShotRatio(b *testing.B) {
+	const rounds = 200
+	h := benchHome(b)
+	hello := testutil.BuildBinary(b, "./cmd/nerve/testdata/hello")
+	mustB(b, h, "node", "add", "identity", "id")
+	if out := mustB(b, h, "call", "@id", "identity", "text=hi"); out != "hi\n" {
+		b.Fatalf("nerve call printed %q", out)
+	}
+	run := func(cmd *exec.Cmd) time.Duration {
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s: %v", cmd.Path, err)
+		}
+		return time.Since(start)
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	for b.Loop() {
+		var nerve, floor []time.Duration
+		for range rounds {
+			nerve = append(nerve, run(h.cmd("call", "@id", "identity", "text=hi")))
+			floor = append(floor, run(exec.Command(hello)))
+		}
+		mn, mf := median(nerve), median(floor)
+		b.ReportMetric(float64(mn.Microseconds())/1000, "nerve-call-ms")
+		b.ReportMetric(float64(mf.Microseconds())/1000, "hello-ms")
+		b.ReportMetric(float64(mn)/float64(mf), "ratio")
 	}
 }
