@@ -193,7 +193,9 @@ func BenchmarkMCPServeProcess(b *testing.B) {
 // (one of each per round, 200 rounds per iteration), and reports the
 // medians and their ratio: the one-shot cost of nerve over the cheapest Go
 // process, on whatever load the machine has at the time. Run it with
-// -benchtime 1x (docs/performance.md).
+// -benchtime 1x (docs/performance.md). NERVE_BENCH_BASELINE, if set, is
+// another nerve binary (an older build) run in the same loop against the
+// same daemon, so that a before and after share the machine's load.
 func BenchmarkOneShotRatio(b *testing.B) {
 	const rounds = 200
 	h := benchHome(b)
@@ -213,15 +215,26 @@ func BenchmarkOneShotRatio(b *testing.B) {
 		slices.Sort(d)
 		return d[len(d)/2]
 	}
+	baseline := os.Getenv("NERVE_BENCH_BASELINE")
 	for b.Loop() {
-		var nerve, floor []time.Duration
+		var nerve, floor, base []time.Duration
 		for range rounds {
 			nerve = append(nerve, run(h.cmd("call", "@id", "identity", "text=hi")))
 			floor = append(floor, run(exec.Command(hello)))
+			if baseline != "" {
+				cmd := h.cmd("call", "@id", "identity", "text=hi")
+				cmd.Path, cmd.Args[0] = baseline, baseline
+				base = append(base, run(cmd))
+			}
 		}
 		mn, mf := median(nerve), median(floor)
 		b.ReportMetric(float64(mn.Microseconds())/1000, "nerve-call-ms")
 		b.ReportMetric(float64(mf.Microseconds())/1000, "hello-ms")
 		b.ReportMetric(float64(mn)/float64(mf), "ratio")
+		if baseline != "" {
+			mb := median(base)
+			b.ReportMetric(float64(mb.Microseconds())/1000, "baseline-call-ms")
+			b.ReportMetric(float64(mb)/float64(mf), "baseline-ratio")
+		}
 	}
 }
