@@ -55,10 +55,7 @@ func (cs *callStream) end(res *mcp.CallToolResult, err error, took time.Duration
 	defer cs.mu.Unlock()
 	cs.ended = true
 	if err != nil {
-		status, e := apiError(err)
-		if status == http.StatusInternalServerError {
-			status, e.Code = http.StatusBadGateway, api.CodeCallFailed
-		}
+		status, e := apiError(nodeFailed(err, api.CodeCallFailed, nil, ""))
 		if !cs.started {
 			writeError(cs.w, status, e)
 			return

@@ -75,11 +75,7 @@ func (d *Daemon) resourceNodeOf(r *http.Request, what string, start bool) (resou
 // writeNodeErr writes an error of a request the node itself failed to
 // answer: what is not the caller's fault is the node's (502), not ours.
 func writeNodeErr(w http.ResponseWriter, err error) {
-	status, e := apiError(err)
-	if status == http.StatusInternalServerError {
-		status, e.Code = http.StatusBadGateway, api.CodeCallFailed
-	}
-	writeError(w, status, e)
+	writeErr(w, nodeFailed(err, api.CodeCallFailed, nil, ""))
 }
 
 func (d *Daemon) handleResources(w http.ResponseWriter, r *http.Request) {

@@ -76,11 +76,7 @@ func writeMCPErr(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotMCP, Message: err.Error()})
 		return
 	}
-	status, e := apiError(err)
-	if status == http.StatusInternalServerError {
-		status, e.Code = http.StatusBadGateway, api.CodeCallFailed
-	}
-	writeError(w, status, e)
+	writeNodeErr(w, err)
 }
 
 func (d *Daemon) handleMCPFeatures(w http.ResponseWriter, r *http.Request) {
