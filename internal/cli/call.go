@@ -102,6 +102,11 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 			if err == nil && res != nil {
 				return printCall(env, res)
 			}
+			if errors.Is(err, client.ErrBadRequest) && strings.Contains(err.Error(), `unknown field "line"`) {
+				// A daemon older than this nerve parses no lines: ask
+				// for the tools and parse here, as nerve did then.
+				tools, err = mcpclient.Tools(ctx, s, id)
+			}
 		}
 		if err != nil {
 			return err

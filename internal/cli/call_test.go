@@ -3,7 +3,10 @@ package cli
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -79,5 +82,41 @@ func TestCallIsOneRequest(t *testing.T) {
 		if got := n.Load(); got != 1 {
 			t.Errorf("nerve %s: %d requests to the daemon; want 1", name, got)
 		}
+	}
+}
+
+// TestCallOlderDaemon: a daemon from before call lines refuses the
+// "line" field; nerve call then asks for the tools and parses the line
+// itself, as it did then.
+func TestCallOlderDaemon(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/sessions/default/nodes/id/call", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"line"`) {
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"code":"bad_request","message":"decoding the request: json: unknown field \"line\""}}`)
+			return
+		}
+		if !strings.Contains(string(body), `"tool":"identity"`) || !strings.Contains(string(body), `"text":"hi"`) {
+			t.Errorf("call body %s", body)
+		}
+		io.WriteString(w, `{"kind":"result","result":{"content":[{"type":"text","text":"hi"}]}}`+"\n")
+	})
+	mux.HandleFunc("GET /v1/sessions/default/nodes/id/tools", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `[{"name":"identity","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	addr := srv.Listener.Addr().String()
+	c := client.New(client.Options{Dial: func(ctx context.Context) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}})
+	t.Cleanup(func() { c.Close() })
+	var out, errb bytes.Buffer
+	env := &Env{Stdout: &out, Stderr: &errb, Client: c, Getenv: func(string) string { return "" }}
+	code := ExitCode(&errb, Exec(context.Background(), env, []string{"call", "@id", "identity", "text=hi"}))
+	if code != 0 || out.String() != "hi\n" {
+		t.Errorf("nerve call against an older daemon: exit %d, stdout %q, stderr %q; want 0 and hi", code, out.String(), errb.String())
 	}
 }
