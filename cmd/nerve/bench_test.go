@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,6 +184,57 @@ func BenchmarkMCPServeProcess(b *testing.B) {
 		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo.identity", Arguments: args})
 		if err != nil || res.IsError {
 			b.Fatalf("call: %v %v", err, res)
+		}
+	}
+}
+
+// BenchmarkOneShotRatio runs `nerve call @id identity text=hi` against a
+// warm identity node and a Go hello-world binary in one interleaved loop
+// (one of each per round, 200 rounds per iteration), and reports the
+// medians and their ratio: the one-shot cost of nerve over the cheapest Go
+// process, on whatever load the machine has at the time. Run it with
+// -benchtime 1x (docs/performance.md). NERVE_BENCH_BASELINE, if set, is
+// another nerve binary (an older build) run in the same loop against the
+// same daemon, so that a before and after share the machine's load.
+func BenchmarkOneShotRatio(b *testing.B) {
+	const rounds = 200
+	h := benchHome(b)
+	hello := testutil.BuildBinary(b, "./cmd/nerve/testdata/hello")
+	mustB(b, h, "node", "add", "identity", "id")
+	if out := mustB(b, h, "call", "@id", "identity", "text=hi"); out != "hi\n" {
+		b.Fatalf("nerve call printed %q", out)
+	}
+	run := func(cmd *exec.Cmd) time.Duration {
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("%s: %v", cmd.Path, err)
+		}
+		return time.Since(start)
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	baseline := os.Getenv("NERVE_BENCH_BASELINE")
+	for b.Loop() {
+		var nerve, floor, base []time.Duration
+		for range rounds {
+			nerve = append(nerve, run(h.cmd("call", "@id", "identity", "text=hi")))
+			floor = append(floor, run(exec.Command(hello)))
+			if baseline != "" {
+				cmd := h.cmd("call", "@id", "identity", "text=hi")
+				cmd.Path, cmd.Args[0] = baseline, baseline
+				base = append(base, run(cmd))
+			}
+		}
+		mn, mf := median(nerve), median(floor)
+		b.ReportMetric(float64(mn.Microseconds())/1000, "nerve-call-ms")
+		b.ReportMetric(float64(mf.Microseconds())/1000, "hello-ms")
+		b.ReportMetric(float64(mn)/float64(mf), "ratio")
+		if baseline != "" {
+			mb := median(base)
+			b.ReportMetric(float64(mb.Microseconds())/1000, "baseline-call-ms")
+			b.ReportMetric(float64(mb)/float64(mf), "baseline-ratio")
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -43,7 +44,7 @@ func TestLoad(t *testing.T) {
 				text := fmt.Sprintf("c%d-%d", ci, i)
 				args, _ := json.Marshal(map[string]string{"text": text})
 				start := time.Now()
-				res, err := s.Call(ctx, "echo", "identity", args, nil)
+				res, err := mcpclient.Call(ctx, s, "echo", "identity", args, nil)
 				local = append(local, time.Since(start))
 				if err != nil {
 					errs <- fmt.Errorf("call %s: %w", text, err)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -70,16 +72,42 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		return Exec(ctx, env, ln.Argv)
 	}
-	s, err := env.session(ctx)
+	s, err := env.callSession(ctx)
 	if err != nil {
 		return err
 	}
-	// Only the named node's tools are needed to parse the line: one round
-	// trip, and an unknown node is reported by the daemon, which lists the
+	// SIGINT and SIGTERM cancel the call in the daemon. Caught, not left
+	// to their default: a shell starts a background job (`nerve call … &`)
+	// with SIGINT ignored, and the call would run on.
+	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// One request: the daemon parses the line against the node's tools
+	// and makes the call. A line it does not call (help, a line that does
+	// not parse, arguments to come from stdin) comes back with the node's
+	// tools, and is parsed here as the Commander would, to say what is
+	// wrong or to read stdin. Only the named node's tools are needed, and
+	// an unknown node is reported by the daemon, which lists the
 	// session's nodes.
 	cat := map[string][]*mcp.Tool{}
 	if id := lineNode(line); id != "" {
-		tools, err := s.Tools(ctx, id)
+		var tools []*mcp.Tool
+		if dash {
+			tools, err = mcpclient.Tools(ctx, s, id)
+		} else {
+			var res *mcp.CallToolResult
+			res, tools, err = mcpclient.CallLine(sctx, s, id, line, func(l api.CallLine) { showCallLine(env, id, l) })
+			if err != nil && sctx.Err() != nil && ctx.Err() == nil {
+				return interrupted(ctx, s, id, line)
+			}
+			if err == nil && res != nil {
+				return printCall(env, res)
+			}
+			if errors.Is(err, client.ErrBadRequest) && strings.Contains(err.Error(), `unknown field "line"`) {
+				// A daemon older than this nerve parses no lines: ask
+				// for the tools and parse here, as nerve did then.
+				tools, err = mcpclient.Tools(ctx, s, id)
+			}
+		}
 		if err != nil {
 			return err
 		}
@@ -114,18 +142,29 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		return fmt.Errorf("node %q has no tool %q", ln.Node, ln.Tool)
 	}
-	// SIGINT and SIGTERM cancel the call in the daemon. Caught, not left
-	// to their default: a shell starts a background job (`nerve call … &`)
-	// with SIGINT ignored, and the call would run on.
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	res, err := s.Call(sctx, ln.Node, ln.Tool, ln.Args, func(l api.CallLine) { showCallLine(env, ln.Node, l) })
+	res, err := mcpclient.Call(sctx, s, ln.Node, ln.Tool, ln.Args, func(l api.CallLine) { showCallLine(env, ln.Node, l) })
 	if err != nil {
 		if sctx.Err() != nil && ctx.Err() == nil {
 			return fmt.Errorf("interrupted: the call to @%s %s was cancelled (the node was told)", ln.Node, ln.Tool)
 		}
 		return err
 	}
+	return printCall(env, res)
+}
+
+// printCall prints a call's result as `nerve call` does and returns how
+// the command ends: errToolFailed for a tool that reported an error,
+// errOutputCut for output its node cut.
+func printCall(env *Env, res *mcp.CallToolResult) error {
+	if err := printCallResult(env, res); err != nil {
+		return err
+	}
+	return outputCut(res)
+}
+
+// printCallResult prints a call's result, as JSON with --json, and returns
+// errToolFailed for a tool that reported an error.
+func printCallResult(env *Env, res *mcp.CallToolResult) error {
 	if env.JSON {
 		if err := printJSON(env, res); err != nil {
 			return err
@@ -136,7 +175,20 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	if res.IsError {
 		return errToolFailed
 	}
-	return outputCut(res)
+	return nil
+}
+
+// interrupted is the error of a call line that a signal cancelled. The
+// daemon parsed the line, so the tool it called is learnt again here
+// (from the node's tools), to name it.
+func interrupted(ctx context.Context, s *client.Session, id, line string) error {
+	tool := "?"
+	if tools, err := mcpclient.Tools(ctx, s, id); err == nil {
+		if ln, err := commander.Parse(line, commander.NewIndex(map[string][]*mcp.Tool{id: tools}), nil); err == nil && ln.Tool != "" {
+			tool = ln.Tool
+		}
+	}
+	return fmt.Errorf("interrupted: the call to @%s %s was cancelled (the node was told)", id, tool)
 }
 
 // asCallLines rewrites the Commander lines of help (its examples, and the

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 )
 
 func completionCmd() *Command {
@@ -200,7 +201,7 @@ func lineCandidates(ctx context.Context, env *Env, args []string, cur string) []
 	}
 	if len(args) > 0 {
 		if id := lineNode(args[0]); id != "" {
-			if tools, err := s.Tools(ctx, id); err == nil {
+			if tools, err := mcpclient.Tools(ctx, s, id); err == nil {
 				for _, t := range tools {
 					cat[id] = append(cat[id], t)
 				}

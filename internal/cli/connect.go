@@ -129,8 +129,14 @@ func (e *Env) connectDaemon(ctx context.Context, start bool) (c *client.Client, 
 		started = true
 	}
 	probe.Close()
+	return e.newClient(p.Socket, nil, e.reviver(p, probe)), started, nil
+}
+
+// reviver returns the client's Revive: start the daemon again and wait
+// until it answers on probe.
+func (e *Env) reviver(p paths.Paths, probe *client.Client) func(context.Context) error {
 	conn := e.conn
-	revive := func(ctx context.Context) error {
+	return func(ctx context.Context) error {
 		if err := e.startDaemon(ctx, p, probe); err != nil {
 			return err
 		}
@@ -141,7 +147,27 @@ func (e *Env) connectDaemon(ctx context.Context, start bool) (c *client.Client, 
 		}
 		return nil
 	}
-	return e.newClient(p.Socket, nil, revive), started, nil
+}
+
+// callSession is env.session for a one-shot `nerve call`, without asking
+// the daemon first whether it answers: the call's own request is the
+// probe (every answer carries the daemon's version, which the client
+// checks), and a daemon that is not running is started by the client's
+// Revive when that request cannot connect. A call is then one request.
+func (e *Env) callSession(ctx context.Context) (*client.Session, error) {
+	if e.Client != nil || e.Embedded || (e.conn != nil && e.conn.client != nil) {
+		return e.session(ctx)
+	}
+	p, err := e.paths()
+	if err != nil {
+		return nil, err
+	}
+	if e.conn == nil {
+		e.conn = &connState{}
+	}
+	c := e.newClient(p.Socket, nil, e.reviver(p, e.newClient(p.Socket, nil, nil)))
+	e.conn.client = c
+	return c.Session(e.SessionName()), nil
 }
 
 // startDaemon starts the daemon (detached) and waits until it answers on

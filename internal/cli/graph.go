@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/nodes/graph"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -60,7 +62,7 @@ Examples:
 }
 
 // filePos is the line:column at the start of a mistake.
-var filePos = regexp.MustCompile(`^\d+:\d+: `)
+var filePos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+:\d+: `) }) // compiled on first use, not at every start
 
 // graphFileError is a graph definition with mistakes (exit 2).
 type graphFileError struct{ msg string }
@@ -100,7 +102,7 @@ func graphPlaces(name, file string, lines []string) []string {
 	for i, l := range lines {
 		switch {
 		case file == "":
-			out[i] = "graph " + name + ": " + filePos.ReplaceAllString(l, "")
+			out[i] = "graph " + name + ": " + filePos().ReplaceAllString(l, "")
 		case l != "" && l[0] >= '0' && l[0] <= '9':
 			out[i] = file + ":" + l
 		default:
@@ -385,7 +387,7 @@ func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
 // waits for the start; its error (an unknown node, a node in ERROR) is
 // left for s.Node to report.
 func startedNode(ctx context.Context, s *client.Session, id string) (api.NodeDetail, error) {
-	_, _ = s.Tools(ctx, id)
+	_, _ = mcpclient.Tools(ctx, s, id)
 	return s.Node(ctx, id)
 }
 
@@ -556,21 +558,11 @@ func runGraphResume(ctx context.Context, env *Env, inv *Invocation) error {
 
 // callAndPrint calls a tool as `nerve call` does, step lines on stderr.
 func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage, meta map[string]any) error {
-	res, err := s.CallMeta(ctx, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, id, l) })
+	res, err := mcpclient.CallMeta(ctx, s, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, id, l) })
 	if err != nil {
 		return err
 	}
-	if env.JSON {
-		if err := printJSON(env, res); err != nil {
-			return err
-		}
-	} else if err := printResult(env, res); err != nil {
-		return err
-	}
-	if res.IsError {
-		return errToolFailed
-	}
-	return nil
+	return printCallResult(env, res)
 }
 
 func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
@@ -591,7 +583,7 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	// value each (issue 17, item 6).
 	line := callLine(inv.Args[2:])
 	nodeID := lineNode(line)
-	tools, err := s.Tools(ctx, nodeID)
+	tools, err := mcpclient.Tools(ctx, s, nodeID)
 	if err != nil {
 		return err
 	}

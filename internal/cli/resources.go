@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 )
 
 // The commands on what an mcp node offers beyond tools.
@@ -71,7 +72,7 @@ func runResources(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	r, err := s.Resources(ctx, id)
+	r, err := mcpclient.Resources(ctx, s, id)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func runRead(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.ReadResource(ctx, id, uri)
+	res, err := mcpclient.ReadResource(ctx, s, id, uri)
 	if err != nil {
 		return err
 	}
@@ -220,7 +221,7 @@ func runPrompts(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	ps, err := s.Prompts(ctx, id)
+	ps, err := mcpclient.Prompts(ctx, s, id)
 	if err != nil {
 		return err
 	}
@@ -271,7 +272,7 @@ func runPrompt(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.GetPrompt(ctx, id, name, args)
+	res, err := mcpclient.GetPrompt(ctx, s, id, name, args)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 )
 
 func runTools(ctx context.Context, env *Env, inv *Invocation) error {
@@ -17,25 +18,25 @@ func runTools(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	var tools []api.Tool
+	var tools []mcpclient.ToolEntry
 	if len(inv.Args) == 1 {
 		id := inv.Args[0]
-		ts, err := s.Tools(ctx, id)
+		ts, err := mcpclient.Tools(ctx, s, id)
 		if err != nil {
 			return err
 		}
 		for _, t := range ts {
-			tools = append(tools, api.Tool{Node: id, Qualified: id + "." + t.Name, Tool: t})
+			tools = append(tools, mcpclient.ToolEntry{Tool: api.Tool{Node: id, Qualified: id + "." + t.Name}, MCPTool: t})
 		}
 	} else {
-		tools, err = s.Toolset(ctx)
+		tools, err = mcpclient.Toolset(ctx, s)
 		if err != nil {
 			return err
 		}
 	}
 	if env.JSON {
 		if tools == nil {
-			tools = []api.Tool{}
+			tools = []mcpclient.ToolEntry{}
 		}
 		return printJSON(env, tools)
 	}
@@ -46,10 +47,10 @@ func runTools(ctx context.Context, env *Env, inv *Invocation) error {
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	for _, t := range tools {
 		desc := ""
-		if t.Tool != nil {
-			desc = t.Tool.Description
+		if t.MCPTool != nil {
+			desc = t.MCPTool.Description
 			if desc == "" {
-				desc = t.Tool.Title
+				desc = t.MCPTool.Title
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\n", t.Qualified, firstLine(strings.TrimSpace(desc)))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -54,10 +55,7 @@ func (cs *callStream) end(res *mcp.CallToolResult, err error, took time.Duration
 	defer cs.mu.Unlock()
 	cs.ended = true
 	if err != nil {
-		status, e := apiError(err)
-		if status == http.StatusInternalServerError {
-			status, e.Code = http.StatusBadGateway, api.CodeCallFailed
-		}
+		status, e := apiError(nodeFailed(err, api.CodeCallFailed, nil, ""))
 		if !cs.started {
 			writeError(cs.w, status, e)
 			return
@@ -66,7 +64,51 @@ func (cs *callStream) end(res *mcp.CallToolResult, err error, took time.Duration
 		return
 	}
 	cs.startLocked()
-	_ = cs.enc.Encode(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineResult}, Result: res, Duration: took})
+	_ = cs.enc.Encode(&resultLine{CallLine: api.CallLine{CallEvent: node.CallEvent{Kind: api.LineResult}, Duration: took}, MCPResult: res})
+}
+
+// resultLine is api.CallLine with the result as the node's
+// *mcp.CallToolResult: the shallower field writes the "result" key,
+// without encoding the result twice.
+type resultLine struct {
+	api.CallLine
+	MCPResult *mcp.CallToolResult `json:"result,omitempty"`
+}
+
+// parseLine parses a call line (api.CallRequest.Line) against node id's
+// tools with the Commander's parser, as `nerve call` did before it sent
+// the line: the tool and arguments of a line that is a call of node id,
+// or no tool and the node's tools for any other line, which the client
+// parses to tell the person what is wrong.
+func parseLine(r *http.Request, s *session.Session, id, line string) (tool string, args json.RawMessage, tools []*mcp.Tool, err error) {
+	tools, err = s.Tools(r.Context(), id)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ln, err := commander.Parse(line, commander.NewIndex(map[string][]*mcp.Tool{id: tools}), nil)
+	if err != nil || ln.Kind != commander.Call || ln.Node != id {
+		return "", nil, tools, nil
+	}
+	return ln.Tool, ln.Args, tools, nil
+}
+
+// sendTools ends a call line that is not a call with the node's tools.
+func (cs *callStream) sendTools(tools []*mcp.Tool) {
+	if tools == nil {
+		tools = []*mcp.Tool{}
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.ended = true
+	cs.startLocked()
+	_ = cs.enc.Encode(&toolsLine{CallLine: api.CallLine{CallEvent: node.CallEvent{Kind: api.LineTools}}, MCPTools: tools})
+}
+
+// toolsLine is api.CallLine with the node's tools as they are (the
+// shallower field writes the "tools" key).
+type toolsLine struct {
+	api.CallLine
+	MCPTools []*mcp.Tool `json:"tools"`
 }
 
 func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
@@ -82,6 +124,17 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cs := &callStream{w: w}
+	if req.Line != "" {
+		var tools []*mcp.Tool
+		if req.Tool, req.Arguments, tools, err = parseLine(r, s, id, req.Line); err != nil {
+			cs.end(nil, err, 0)
+			return
+		}
+		if req.Tool == "" {
+			cs.sendTools(tools)
+			return
+		}
+	}
 	ctx := node.WithCaller(r.Context(), callerOf(r))
 
 	// Tell the caller if the node fails or stops during the call.

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -157,11 +156,9 @@ func New(opts *Options) (*Daemon, error) {
 // Handler returns the local API.
 func (d *Daemon) Handler() http.Handler { return d.handler }
 
-var sessionName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
 // ValidateSessionName checks a session name (the same rule as node ids).
 func ValidateSessionName(name string) error {
-	if sessionName.MatchString(name) {
+	if node.ValidID(name) {
 		return nil
 	}
 	return fmt.Errorf("invalid session name %q: use 1-63 lower-case letters, digits, '_' or '-', starting with a letter or digit", name)

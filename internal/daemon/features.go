@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/api/mcpapi"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -74,11 +75,7 @@ func (d *Daemon) resourceNodeOf(r *http.Request, what string, start bool) (resou
 // writeNodeErr writes an error of a request the node itself failed to
 // answer: what is not the caller's fault is the node's (502), not ours.
 func writeNodeErr(w http.ResponseWriter, err error) {
-	status, e := apiError(err)
-	if status == http.StatusInternalServerError {
-		status, e.Code = http.StatusBadGateway, api.CodeCallFailed
-	}
-	writeError(w, status, e)
+	writeErr(w, nodeFailed(err, api.CodeCallFailed, nil, ""))
 }
 
 func (d *Daemon) handleResources(w http.ResponseWriter, r *http.Request) {
@@ -87,7 +84,7 @@ func (d *Daemon) handleResources(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := api.Resources{Resources: rn.Resources(), Templates: rn.ResourceTemplates()}
+	out := mcpapi.Resources{Resources: rn.Resources(), Templates: rn.ResourceTemplates()}
 	if out.Resources == nil {
 		out.Resources = []*mcp.Resource{}
 	}

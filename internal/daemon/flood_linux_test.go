@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -141,7 +142,7 @@ func TestEndpointFloodSparesTheSocket(t *testing.T) {
 		_, err := ps.Nodes(cctx)
 		if err == nil {
 			var res *mcp.CallToolResult
-			res, err = ps.Call(cctx, "echo", "identity", []byte(`{"text":"still here"}`), nil)
+			res, err = mcpclient.Call(cctx, ps, "echo", "identity", []byte(`{"text":"still here"}`), nil)
 			if err == nil && res.IsError {
 				err = fmt.Errorf("the call failed: %s", node.ResultText(res, 200))
 			}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
@@ -54,7 +55,63 @@ func apiError(err error) (int, api.Error) {
 	case errors.Is(err, errUnsupported), errors.Is(err, session.ErrUnsupported):
 		code, status = api.CodeUnsupported, http.StatusBadRequest
 	}
-	return status, api.Error{Code: code, Message: err.Error()}
+	e := api.Error{Code: code, Message: err.Error()}
+	var ne *nodeError
+	if status == http.StatusInternalServerError && errors.As(err, &ne) {
+		status, e.Code, e.Node = http.StatusBadGateway, ne.code, ne.node
+	}
+	return status, e
+}
+
+// nodeError is a failure of a node (its start, its tool list, a call, a
+// read): what apiError would answer 500 is the node's or its peer's
+// doing, not the daemon's, so it is 502 with code (and the node's Info
+// when node is set).
+type nodeError struct {
+	err  error
+	code string
+	node *api.Info
+}
+
+func (e *nodeError) Error() string { return e.err.Error() }
+func (e *nodeError) Unwrap() error { return e.err }
+
+// nodeFailed marks err (if not nil) as node id's failure, answered 502
+// with code; for api.CodeStartFailed the answer carries the node's Info.
+func nodeFailed(err error, code string, s *session.Session, id string) error {
+	if err == nil {
+		return nil
+	}
+	ne := &nodeError{err: err, code: code}
+	if code == api.CodeStartFailed && s != nil {
+		if info, ierr := s.Info(id); ierr == nil {
+			ne.node = &info
+		}
+	}
+	return ne
+}
+
+// handler is a route's handler that returns its error: ServeHTTP writes
+// it, so statuses come from one function (apiError), as tailscale's
+// tsweb.ReturnHandlerFunc.
+type handler func(w http.ResponseWriter, r *http.Request) error
+
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := h(w, r); err != nil {
+		writeErr(w, err)
+	}
+}
+
+// inSession adapts a handler of a route under /v1/sessions/{session}:
+// it finds the session (making it, with create) or answers why not.
+func (d *Daemon) inSession(create bool, h func(w http.ResponseWriter, r *http.Request, s *session.Session) error) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		s, err := d.sessionOf(r, create)
+		if err != nil {
+			return err
+		}
+		return h(w, r, s)
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -166,60 +223,46 @@ func (d *Daemon) sessionOf(r *http.Request, create bool) (*session.Session, erro
 	return d.session(r.Context(), r.PathValue("session"), create)
 }
 
-func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request) {
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) handleNodes(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	writeJSON(w, http.StatusOK, s.Infos())
+	return nil
 }
 
-func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) error {
 	var spec node.Spec
 	if err := readJSON(r, &spec); err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	s, err := d.sessionOf(r, true)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	// The kind's rules (a graph's calls, schemas, cycles) hold for every
 	// client, not only the CLI.
 	warnings, err := s.Check(r.Context(), spec)
 	if err != nil {
-		writeErr(w, specError(err))
-		return
+		return specError(err)
 	}
-	_, err = s.RegisterToStart(spec)
-	if err == nil {
-		s.SetClientEnv(spec.ID, requestEnv(r))
-	}
-	if err != nil {
-		if status, e := apiError(err); status != http.StatusInternalServerError {
-			writeError(w, status, e)
-		} else {
+	if _, err := s.RegisterToStart(spec); err != nil {
+		if status, _ := apiError(err); status == http.StatusInternalServerError {
 			// A spec the factory refuses (unknown kind, bad options) is
 			// the caller's to fix.
-			writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeBadRequest, Message: err.Error()})
+			return badRequest(err)
 		}
-		return
+		return err
 	}
+	s.SetClientEnv(spec.ID, requestEnv(r))
 	if err := s.StartRegistered(r.Context(), spec.ID); err != nil {
-		info, _ := s.Info(spec.ID)
-		writeError(w, http.StatusBadGateway, api.Error{Code: api.CodeStartFailed,
-			Message: fmt.Sprintf("node %q was added but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s` (or `nerve node rm %s`)", spec.ID, err, spec.ID, spec.ID, spec.ID),
-			Node:    &info})
-		return
+		// %v, not %w: whatever the start's error, the answer is 502
+		// start_failed with the node's Info.
+		return nodeFailed(fmt.Errorf("node %q was added but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s` (or `nerve node rm %s`)", spec.ID, err, spec.ID, spec.ID, spec.ID), api.CodeStartFailed, s, spec.ID)
 	}
 	info, err := s.Info(spec.ID)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, api.NodeResponse{Info: info, Warnings: warnings})
+	return nil
 }
 
 // specError is the error of a spec that its kind's check or factory
@@ -235,91 +278,60 @@ func specError(err error) error {
 // (session.Replace), checked first as an add is: a spec with mistakes
 // changes nothing, and the state file holds the old spec or the new one
 // at every moment.
-func (d *Daemon) handleReplaceNode(w http.ResponseWriter, r *http.Request) {
+func (d *Daemon) handleReplaceNode(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	var spec node.Spec
 	if err := readJSON(r, &spec); err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	id := r.PathValue("node")
 	if spec.ID == "" {
 		spec.ID = id
 	}
 	if spec.ID != id {
-		writeErr(w, badRequest(fmt.Errorf("the spec is for node %q, the route for node %q: replace a node by its own id", spec.ID, id)))
-		return
-	}
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
+		return badRequest(fmt.Errorf("the spec is for node %q, the route for node %q: replace a node by its own id", spec.ID, id))
 	}
 	defer d.unmarkRestoring(r.PathValue("session"), id) // a held node is held no more
 	warnings, err := s.Check(r.Context(), spec)
 	if err != nil {
-		writeErr(w, specError(err))
-		return
+		return specError(err)
 	}
 	n, err := s.Replace(session.WithClientEnv(r.Context(), requestEnv(r)), spec)
 	if n == nil {
-		writeErr(w, specError(err))
-		return
+		return specError(err)
 	}
-	info, ierr := s.Info(id)
 	if err != nil {
-		e := api.Error{Code: api.CodeStartFailed,
-			Message: fmt.Sprintf("node %q was replaced but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s`", id, err, id, id)}
-		if ierr == nil {
-			e.Node = &info
-		}
-		writeError(w, http.StatusBadGateway, e)
-		return
+		return nodeFailed(fmt.Errorf("node %q was replaced but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s`", id, err, id, id), api.CodeStartFailed, s, id)
 	}
-	if ierr != nil {
-		writeErr(w, ierr)
-		return
+	info, err := s.Info(id)
+	if err != nil {
+		return err
 	}
 	writeJSON(w, http.StatusOK, api.NodeResponse{Info: info, Warnings: warnings})
+	return nil
 }
 
-func (d *Daemon) handleNode(w http.ResponseWriter, r *http.Request) {
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) handleNode(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	id := r.PathValue("node")
 	info, err := s.Info(id)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	spec, err := s.Spec(id)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, api.NodeDetail{Info: info, Spec: spec})
+	return nil
 }
 
-func (d *Daemon) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("session")
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	id := r.PathValue("node")
+func (d *Daemon) handleRemoveNode(w http.ResponseWriter, r *http.Request, s *session.Session) error {
+	name, id := r.PathValue("session"), r.PathValue("node")
 	defer d.unmarkRestoring(name, id) // a held node is held no more
-	if err := s.Remove(r.Context(), id); err != nil {
-		if errors.Is(err, node.ErrNotFound) && d.dropOrphan(name, id) {
-			writeJSON(w, http.StatusOK, struct{}{})
-			return
-		}
-		writeErr(w, err)
-		return
+	if err := s.Remove(r.Context(), id); err != nil && !(errors.Is(err, node.ErrNotFound) && d.dropOrphan(name, id)) {
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
 }
 
 // dropOrphan forgets a saved node this daemon could not build.
@@ -349,138 +361,95 @@ func (d *Daemon) dropOrphan(sess, id string) bool {
 	return found
 }
 
-func (d *Daemon) handleRestart(w http.ResponseWriter, r *http.Request) {
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) handleRestart(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	id := r.PathValue("node")
 	// A held node keeps its restore marker until its restart returns: a
 	// restart that kills the daemon leaves it held at the next start.
 	defer d.unmarkRestoring(r.PathValue("session"), id)
 	if err := s.Restart(session.WithClientEnv(r.Context(), requestEnv(r)), id); err != nil {
-		status, e := apiError(err)
-		if status == http.StatusInternalServerError {
-			status, e.Code = http.StatusBadGateway, api.CodeStartFailed
-			if info, ierr := s.Info(id); ierr == nil {
-				e.Node = &info
-			}
-		}
-		writeError(w, status, e)
-		return
+		return nodeFailed(err, api.CodeStartFailed, s, id)
 	}
+	return writeInfo(w, s, id)
+}
+
+// writeInfo answers with node id's Info (api.NodeResponse).
+func writeInfo(w http.ResponseWriter, s *session.Session, id string) error {
 	info, err := s.Info(id)
 	if err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, api.NodeResponse{Info: info})
+	return nil
 }
 
-func (d *Daemon) handleInterrupt(w http.ResponseWriter, r *http.Request) {
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) handleInterrupt(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	if err := s.Interrupt(r.Context(), r.PathValue("node")); err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, struct{}{})
+	return nil
 }
 
-func (d *Daemon) handleSettings(w http.ResponseWriter, r *http.Request) {
-	s, err := d.sessionOf(r, r.Method == http.MethodPut)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) handleSettings(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	if r.Method == http.MethodPut {
 		var st session.Settings
 		if err := readJSON(r, &st); err != nil {
-			writeErr(w, err)
-			return
+			return err
 		}
 		if st.Idle < 0 {
-			writeError(w, http.StatusBadRequest, api.Error{Code: api.CodeBadRequest, Message: "idle must be a duration of 0 (never) or more"})
-			return
+			return badRequest(errors.New("idle must be a duration of 0 (never) or more"))
 		}
 		if _, err := mcpserver.ParseFilter(st.Expose); err != nil {
-			writeErr(w, badRequest(fmt.Errorf("expose: %w", err)))
-			return
+			return badRequest(fmt.Errorf("expose: %w", err))
 		}
 		if err := s.SetSettings(st); err != nil {
-			writeErr(w, err)
-			return
+			return err
 		}
 	}
 	writeJSON(w, http.StatusOK, s.Settings())
+	return nil
 }
 
-func (d *Daemon) handleSync(w http.ResponseWriter, r *http.Request) {
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) handleSync(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	id := r.PathValue("node")
 	if _, err := s.Settled(r.Context(), id); err != nil {
-		writeErr(w, err)
-		return
+		return err
 	}
 	if err := s.Sync(r.Context(), id); err != nil {
-		status, e := apiError(err)
-		if status == http.StatusInternalServerError {
-			status, e.Code = http.StatusBadGateway, api.CodeStartFailed
-		}
-		writeError(w, status, e)
-		return
+		return nodeFailed(err, api.CodeStartFailed, nil, id)
 	}
-	info, err := s.Info(id)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, api.NodeResponse{Info: info})
+	return writeInfo(w, s, id)
 }
 
-func (d *Daemon) handleTools(w http.ResponseWriter, r *http.Request) {
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+func (d *Daemon) handleTools(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	tools, err := s.Tools(r.Context(), r.PathValue("node"))
 	if err != nil {
-		status, e := apiError(err)
-		if status == http.StatusInternalServerError {
-			status, e.Code = http.StatusBadGateway, api.CodeCallFailed
-		}
-		writeError(w, status, e)
-		return
+		return nodeFailed(err, api.CodeCallFailed, nil, "")
 	}
 	writeJSON(w, http.StatusOK, tools)
+	return nil
 }
 
-func (d *Daemon) handleToolset(w http.ResponseWriter, r *http.Request) {
-	s, err := d.sessionOf(r, false)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
+// toolsetEntry is api.Tool with the tool as the node's *mcp.Tool: the
+// shallower field writes the "tool" key, without encoding it twice.
+type toolsetEntry struct {
+	api.Tool
+	MCPTool *mcp.Tool `json:"tool"`
+}
+
+func (d *Daemon) handleToolset(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	var entries []node.ToolEntry
 	if r.URL.Query().Get("now") != "" {
 		entries = s.ToolsetNow(r.Context()).Tools()
 	} else {
 		entries = s.Toolset(r.Context()).Tools()
 	}
-	out := make([]api.Tool, len(entries))
+	out := make([]toolsetEntry, len(entries))
 	for i, e := range entries {
-		out[i] = api.Tool{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName, Tool: e.Tool}
+		out[i] = toolsetEntry{Tool: api.Tool{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName}, MCPTool: e.Tool}
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 func (d *Daemon) handleEvents(w http.ResponseWriter, r *http.Request) {

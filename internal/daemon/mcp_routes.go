@@ -17,6 +17,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/api/mcpapi"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -75,11 +76,7 @@ func writeMCPErr(w http.ResponseWriter, err error) {
 		writeError(w, http.StatusNotFound, api.Error{Code: api.CodeNotMCP, Message: err.Error()})
 		return
 	}
-	status, e := apiError(err)
-	if status == http.StatusInternalServerError {
-		status, e.Code = http.StatusBadGateway, api.CodeCallFailed
-	}
-	writeError(w, status, e)
+	writeNodeErr(w, err)
 }
 
 func (d *Daemon) handleMCPFeatures(w http.ResponseWriter, r *http.Request) {
@@ -93,7 +90,7 @@ func (d *Daemon) handleMCPFeatures(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, api.MCPFeatures(*mcpserver.FeaturesOf(f)))
+	writeJSON(w, http.StatusOK, mcpapi.MCPFeatures(*mcpserver.FeaturesOf(f)))
 }
 
 func (d *Daemon) handleMCPRequest(w http.ResponseWriter, r *http.Request) {

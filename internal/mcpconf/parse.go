@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/suggest"
@@ -238,7 +239,7 @@ func (p *parser) server(name string, nameOff int, v value, inList bool) {
 			// Turned off in the file, and not usable either: nothing to
 			// import, and no reason to fail the file for it.
 			first, _, _ := strings.Cut(err.Error(), "\n")
-			p.warn(nameOff, "server %q is disabled and was skipped: %s", name, posPrefix.ReplaceAllString(first, ""))
+			p.warn(nameOff, "server %q is disabled and was skipped: %s", name, posPrefix().ReplaceAllString(first, ""))
 			return
 		}
 		p.errs = append(p.errs, err)
@@ -246,7 +247,7 @@ func (p *parser) server(name string, nameOff int, v value, inList bool) {
 }
 
 // posPrefix is the "file:line:col: " an error starts with.
-var posPrefix = regexp.MustCompile(`^.*?:\d+:\d+: `)
+var posPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^.*?:\d+:\d+: `) }) // compiled on first use, not at every start
 
 // disabledServer reports whether server object v says it is off:
 // "disabled": true, or "enabled": false.

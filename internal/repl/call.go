@@ -14,6 +14,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/callview"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -38,7 +39,7 @@ func (r *repl) call(ctx context.Context, ln *commander.Line) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := r.session.Call(cctx, ln.Node, ln.Tool, ln.Args, st.event)
+		res, err := mcpclient.Call(cctx, r.session, ln.Node, ln.Tool, ln.Args, st.event)
 		done <- outcome{res, err}
 	}()
 

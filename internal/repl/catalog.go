@@ -10,6 +10,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 )
 
 // catalog is the REPL's cached view of the session's nodes and tools, for
@@ -53,7 +54,7 @@ func (c *catalog) refresh(ctx context.Context) {
 		return
 	}
 	// Now, not after the nodes that are starting: the prompt must not wait.
-	tools, err := c.session.ToolsetNow(ctx)
+	tools, err := mcpclient.ToolsetNow(ctx, c.session)
 	if err != nil {
 		c.stale.Store(true)
 		return
@@ -63,7 +64,7 @@ func (c *catalog) refresh(ctx context.Context) {
 		m[info.ID] = nil
 	}
 	for _, t := range tools {
-		m[t.Node] = append(m[t.Node], t.Tool)
+		m[t.Node] = append(m[t.Node], t.MCPTool)
 	}
 	c.ix.Store(commander.NewIndex(m))
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -402,7 +403,7 @@ func (r *repl) awaitTools(ctx context.Context, id string) {
 		case <-ctx.Done():
 		}
 	}()
-	if tools, err := r.session.Tools(ctx, id); err == nil && len(tools) > 0 {
+	if tools, err := mcpclient.Tools(ctx, r.session, id); err == nil && len(tools) > 0 {
 		r.catalog.refresh(ctx)
 	}
 }

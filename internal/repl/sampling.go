@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 )
 
 // humanModel is the model name of an answer the person typed.
@@ -270,7 +271,7 @@ func (r *repl) sampleWith(ctx context.Context, node string, p *mcp.CreateMessage
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := r.session.Sample(sctx, node, p)
+		res, err := mcpclient.Sample(sctx, r.session, node, p)
 		done <- outcome{res, err}
 	}()
 	fmt.Fprintln(r.out, paint(r.style, r.style.Dim, fmt.Sprintf("  asking @%s… (Ctrl-C declines)", node)))

@@ -8,11 +8,6 @@ package api
 import (
 	"encoding/json"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/nerve-dev/nerve/pkg/node"
-	"github.com/nerve-dev/nerve/pkg/session"
 )
 
 // Version is the version of the local API; it is the "v1" of every route.
@@ -29,9 +24,6 @@ const (
 
 // ContentTypeNDJSON is the media type of streamed responses (calls, events).
 const ContentTypeNDJSON = "application/x-ndjson"
-
-// Settings are a session's settings (GET/PUT …/settings).
-type Settings = session.Settings
 
 // HeaderClientEnv, on a request that adds or restarts a node, carries the
 // client's environment (base64 of a JSON list of KEY=VALUE): the node's
@@ -69,7 +61,7 @@ type Error struct {
 	Message string `json:"message"`
 	// Node is set when the error concerns a node that exists (a node that
 	// was added but did not start).
-	Node *node.Info `json:"node,omitempty"`
+	Node *Info `json:"node,omitempty"`
 }
 
 // ErrorBody wraps Error in responses: {"error": {...}}.
@@ -101,56 +93,70 @@ type SessionInfo struct {
 
 // NodeDetail answers GET /v1/sessions/{session}/nodes/{node}.
 type NodeDetail struct {
-	Info node.Info `json:"info"`
-	Spec node.Spec `json:"spec"`
+	Info Info `json:"info"`
+	Spec Spec `json:"spec"`
 }
 
 // Tool is one entry of a session's toolset (GET /v1/sessions/{s}/tools).
 type Tool struct {
-	Node      string    `json:"node"`
-	Qualified string    `json:"qualified"`
-	LLMName   string    `json:"llm_name"`
-	Tool      *mcp.Tool `json:"tool"`
+	Node      string `json:"node"`
+	Qualified string `json:"qualified"`
+	LLMName   string `json:"llm_name"`
+	// Tool is the MCP tool (an mcp.Tool: name, description, inputSchema,
+	// …), as the node listed it.
+	Tool json.RawMessage `json:"tool"`
 }
 
 // CallRequest is the body of POST /v1/sessions/{s}/nodes/{n}/call.
 type CallRequest struct {
-	Tool      string          `json:"tool"`
+	// Line, instead of Tool and Arguments, is a whole Commander line naming
+	// the route's node (`@fs read_file path=/tmp/a`, as `nerve call` joins
+	// its words): the daemon parses it against the node's tools with the
+	// Commander's parser and makes the call, so a one-shot call is one
+	// request. A line that is not a call (help, or one that does not parse)
+	// runs nothing: the stream's one line is a LineTools line, and the
+	// client parses the line itself and reports what is wrong.
+	Line      string          `json:"line,omitempty"`
+	Tool      string          `json:"tool,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Meta is passed to the node as the call's _meta (node.CallRequest.Meta).
 	Meta map[string]any `json:"_meta,omitempty"`
 }
 
-// Call stream line kinds, beyond the node.CallEvent kinds (progress, log,
+// Call stream line kinds, beyond the CallEvent kinds (progress, log,
 // text, step).
 const (
 	LineState  = "state"  // the node changed state during the call: From, To, Reason
 	LineResult = "result" // the last line of a call that was made: Result
 	LineError  = "error"  // the last line of a call that could not be made: Error
+	LineTools  = "tools"  // the only line for a CallRequest.Line that is not a call: Tools
 )
 
 // CallLine is one line of a call stream. A stream ends with exactly one
-// "result" or "error" line; a stream that ends without one was cut.
+// "result", "error" or "tools" line; a stream that ends without one was
+// cut.
 type CallLine struct {
-	node.CallEvent
-	From     string              `json:"from,omitempty"`
-	To       string              `json:"to,omitempty"`
-	Reason   string              `json:"reason,omitempty"`
-	Duration time.Duration       `json:"duration,omitempty"`
-	Result   *mcp.CallToolResult `json:"result,omitempty"`
-	Error    *Error              `json:"error,omitempty"`
+	CallEvent
+	From     string        `json:"from,omitempty"`
+	To       string        `json:"to,omitempty"`
+	Reason   string        `json:"reason,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
+	// Result is the tool's result, an MCP CallToolResult, as JSON
+	// (pkg/client/mcpclient decodes it).
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *Error          `json:"error,omitempty"`
+	// Tools is the node's tools (a JSON list of MCP tools) on a LineTools
+	// line.
+	Tools json.RawMessage `json:"tools,omitempty"`
 }
 
 // NodeResponse answers add, replace and restart with the node's Info
 // afterwards.
 type NodeResponse struct {
-	Info node.Info `json:"info"`
+	Info Info `json:"info"`
 	// Warnings, on an add or a replace, are what the kind's check found
 	// worth a person's eye without refusing the spec (a graph's raw
 	// reference reaching a shell, a call whose node is down), each at
 	// LINE:COLUMN of the definition where it has a place.
 	Warnings []string `json:"warnings,omitempty"`
 }
-
-// Event is one line of GET /v1/sessions/{s}/events: a session event.
-type Event = session.Event

@@ -3,8 +3,6 @@ package api
 import (
 	"encoding/json"
 	"net/url"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // MCPEndpoint answers GET /v1/sessions/{s}/mcp: the session's MCP endpoint
@@ -15,17 +13,6 @@ type MCPEndpoint struct {
 	TokenFile string `json:"token_file,omitempty"`
 	// NodeURL is the endpoint of one node with NODE in place of its id.
 	NodeURL string `json:"node_url"`
-}
-
-// MCPFeatures answers GET /v1/sessions/{s}/nodes/{n}/mcp: what an mcp
-// node's server offers beyond tools.
-type MCPFeatures struct {
-	Resources    []*mcp.Resource         `json:"resources,omitempty"`
-	Templates    []*mcp.ResourceTemplate `json:"templates,omitempty"`
-	Prompts      []*mcp.Prompt           `json:"prompts,omitempty"`
-	Capabilities *mcp.ServerCapabilities `json:"capabilities,omitempty"`
-	Instructions string                  `json:"instructions,omitempty"`
-	ServerInfo   *mcp.Implementation     `json:"server_info,omitempty"`
 }
 
 // MCP methods of POST /v1/sessions/{s}/nodes/{n}/mcp, passed to the

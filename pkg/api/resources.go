@@ -1,18 +1,9 @@
 package api
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
-
 // CodeUnsupported is the error code for a request the node's kind cannot
 // answer: the resources of a bash node, resetting a node that keeps no
 // conversation (400).
 const CodeUnsupported = "unsupported"
-
-// Resources answers GET /v1/sessions/{s}/nodes/{n}/resources: an mcp
-// node's resources and resource templates.
-type Resources struct {
-	Resources []*mcp.Resource         `json:"resources"`
-	Templates []*mcp.ResourceTemplate `json:"templates"`
-}
 
 // ReadRequest is the body of POST /v1/sessions/{s}/nodes/{n}/resources/read;
 // the answer is an mcp.ReadResourceResult.

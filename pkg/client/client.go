@@ -1,7 +1,9 @@
 // Package client is the Go client of nerve's local API: a Client talks to
 // a daemon over its Unix socket (or to an embedded daemon in memory) and
 // returns typed errors. The command line and the REPL reach sessions only
-// through it; any Go program may import it.
+// through it; any Go program may import it. It links nothing of nerve but
+// pkg/api, and not the MCP SDK: its results are JSON, which
+// pkg/client/mcpclient decodes into the SDK's types.
 package client
 
 import (
@@ -19,10 +21,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/nerve-dev/nerve/pkg/api"
-	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // Options configure a Client.
@@ -276,8 +275,8 @@ func (s *Session) Name() string { return s.name }
 func (s *Session) nodePath(id string) string { return s.path + "/nodes/" + url.PathEscape(id) }
 
 // Nodes returns the Info of every node, in the order they were added.
-func (s *Session) Nodes(ctx context.Context) ([]node.Info, error) {
-	var infos []node.Info
+func (s *Session) Nodes(ctx context.Context) ([]api.Info, error) {
+	var infos []api.Info
 	err := s.c.do(ctx, http.MethodGet, s.path+"/nodes", nil, &infos)
 	return infos, err
 }
@@ -293,7 +292,7 @@ func (s *Session) Node(ctx context.Context, id string) (api.NodeDetail, error) {
 // does not exist. A node that was added but did not start is in the
 // session in ERROR: the error matches ErrStartFailed and its Node field
 // holds the node's Info.
-func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Info, error) {
+func (s *Session) Add(ctx context.Context, spec api.Spec) (api.Info, error) {
 	r, err := s.AddNode(ctx, spec)
 	return r.Info, err
 }
@@ -301,7 +300,7 @@ func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Info, error) {
 // AddNode is Add answering with the whole response: the node's Info and
 // the warnings of its kind's check. A spec the check refuses (a graph
 // with mistakes) matches ErrBadRequest, its message listing every mistake.
-func (s *Session) AddNode(ctx context.Context, spec node.Spec) (api.NodeResponse, error) {
+func (s *Session) AddNode(ctx context.Context, spec api.Spec) (api.NodeResponse, error) {
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes", spec, &r)
 	return r, err
@@ -312,7 +311,7 @@ func (s *Session) AddNode(ctx context.Context, spec node.Spec) (api.NodeResponse
 // changes nothing, and a daemon killed meanwhile comes back with the old
 // spec or the new one. A new node that did not start is in ERROR: the
 // error matches ErrStartFailed.
-func (s *Session) Replace(ctx context.Context, spec node.Spec) (api.NodeResponse, error) {
+func (s *Session) Replace(ctx context.Context, spec api.Spec) (api.NodeResponse, error) {
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPut, s.nodePath(spec.ID), spec, &r)
 	return r, err
@@ -333,7 +332,7 @@ func (s *Session) Remove(ctx context.Context, id string) error {
 }
 
 // Restart stops a node (from any state) and starts it again.
-func (s *Session) Restart(ctx context.Context, id string) (node.Info, error) {
+func (s *Session) Restart(ctx context.Context, id string) (api.Info, error) {
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/restart", nil, &r)
 	return r.Info, err
@@ -341,14 +340,14 @@ func (s *Session) Restart(ctx context.Context, id string) (node.Info, error) {
 
 // Stop stops a node and keeps it stopped — across daemon restarts — until
 // Start: it keeps its settings and catalogue but offers no tools.
-func (s *Session) Stop(ctx context.Context, id string) (node.Info, error) {
+func (s *Session) Stop(ctx context.Context, id string) (api.Info, error) {
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/stop", nil, &r)
 	return r.Info, err
 }
 
 // Start starts a node that Stop stopped (or any node not running).
-func (s *Session) Start(ctx context.Context, id string) (node.Info, error) {
+func (s *Session) Start(ctx context.Context, id string) (api.Info, error) {
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/start", nil, &r)
 	return r.Info, err
@@ -370,7 +369,7 @@ func (s *Session) SetSettings(ctx context.Context, st api.Settings) (api.Setting
 
 // Sync refreshes an mcp node's tool catalogue: a node that is not running
 // is started for it and stopped again.
-func (s *Session) Sync(ctx context.Context, id string) (node.Info, error) {
+func (s *Session) Sync(ctx context.Context, id string) (api.Info, error) {
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/sync", nil, &r)
 	return r.Info, err
@@ -381,12 +380,17 @@ func (s *Session) Interrupt(ctx context.Context, id string) error {
 	return s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/interrupt", nil, nil)
 }
 
-// Tools returns a node's tools.
-func (s *Session) Tools(ctx context.Context, id string) ([]*mcp.Tool, error) {
-	var tools []*mcp.Tool
-	err := s.c.do(ctx, http.MethodGet, s.nodePath(id)+"/tools", nil, &tools)
-	return tools, err
+// Do makes a request on one of the session's routes: path is relative to
+// the session (e.g. "/nodes/fs/prompts"), body (if not nil) is sent as
+// JSON and a JSON answer is decoded into out (if not nil). The typed
+// methods, and pkg/client/mcpclient's, are built on it.
+func (s *Session) Do(ctx context.Context, method, path string, body, out any) error {
+	return s.c.do(ctx, method, s.path+path, body, out)
 }
+
+// NodePath returns the path of node id's routes relative to the session,
+// for Do: NodePath("fs")+"/prompts".
+func NodePath(id string) string { return "/nodes/" + url.PathEscape(id) }
 
 // Toolset returns every tool of every ready node, as node.tool.
 func (s *Session) Toolset(ctx context.Context) ([]api.Tool, error) {
@@ -403,53 +407,72 @@ func (s *Session) ToolsetNow(ctx context.Context) ([]api.Tool, error) {
 	return tools, err
 }
 
-// Call calls tool on node id with JSON arguments (nil means {}). Progress,
-// log messages, streamed text and the node's state changes go to observe
-// (if set) as they arrive, on the caller's goroutine. Cancelling ctx
-// closes the connection, which cancels the call in the daemon (and the
-// node is told). A tool that ran and failed is a result with IsError.
-func (s *Session) Call(ctx context.Context, id, tool string, args json.RawMessage, observe func(api.CallLine)) (*mcp.CallToolResult, error) {
+// Call calls tool on node id with JSON arguments (nil means {}) and
+// returns its result as the daemon sent it: an MCP CallToolResult as JSON
+// (pkg/client/mcpclient.Call decodes it). Progress, log messages,
+// streamed text and the node's state changes go to observe (if set) as
+// they arrive, on the caller's goroutine. Cancelling ctx closes the
+// connection, which cancels the call in the daemon (and the node is told).
+// A tool that ran and failed is a result with isError.
+func (s *Session) Call(ctx context.Context, id, tool string, args json.RawMessage, observe func(api.CallLine)) (json.RawMessage, error) {
 	return s.CallMeta(ctx, id, tool, args, nil, observe)
 }
 
 // CallMeta is Call with the call's _meta (e.g. a graph's
 // "nerve.dev/resume"), which the node reads beside the arguments.
-func (s *Session) CallMeta(ctx context.Context, id, tool string, args json.RawMessage, meta map[string]any, observe func(api.CallLine)) (*mcp.CallToolResult, error) {
-	resp, err := s.c.send(ctx, http.MethodPost, s.nodePath(id)+"/call", api.CallRequest{Tool: tool, Arguments: args, Meta: meta})
+func (s *Session) CallMeta(ctx context.Context, id, tool string, args json.RawMessage, meta map[string]any, observe func(api.CallLine)) (json.RawMessage, error) {
+	res, _, err := s.call(ctx, id, api.CallRequest{Tool: tool, Arguments: args, Meta: meta}, observe)
+	return res, err
+}
+
+// CallLine has the daemon parse and run line, a Commander line naming
+// node id (`@fs read_file path=/tmp/a`), in one request: the daemon
+// parses it against the node's tools as the Commander would. When the
+// line is not a call the daemon can make (help, a line that does not
+// parse), nothing runs and tools holds the node's tools (a JSON list of
+// MCP tools) for the caller to parse the line itself; otherwise result is
+// the call's result, as Call's.
+func (s *Session) CallLine(ctx context.Context, id, line string, observe func(api.CallLine)) (result, tools json.RawMessage, err error) {
+	return s.call(ctx, id, api.CallRequest{Line: line}, observe)
+}
+
+func (s *Session) call(ctx context.Context, id string, req api.CallRequest, observe func(api.CallLine)) (result, tools json.RawMessage, err error) {
+	resp, err := s.c.send(ctx, http.MethodPost, s.nodePath(id)+"/call", req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	dec := json.NewDecoder(resp.Body)
 	for {
-		var line callLine
+		var line api.CallLine
 		if err := dec.Decode(&line); err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return nil, nil, ctx.Err()
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, fmt.Errorf("%w: the call's answer was cut before its result (did the daemon stop? see `nerve daemon status`)", ErrDaemonUnavailable)
+				return nil, nil, fmt.Errorf("%w: the call's answer was cut before its result (did the daemon stop? see `nerve daemon status`)", ErrDaemonUnavailable)
 			}
-			return nil, fmt.Errorf("%w: reading the call's answer: %v", ErrProtocol, err)
+			return nil, nil, fmt.Errorf("%w: reading the call's answer: %v", ErrProtocol, err)
 		}
 		switch line.Kind {
 		case api.LineResult:
 			if len(line.Result) == 0 || string(line.Result) == "null" {
-				return nil, fmt.Errorf("%w: a result line without a result", ErrProtocol)
+				return nil, nil, fmt.Errorf("%w: a result line without a result", ErrProtocol)
 			}
-			res, err := decodeResult(line.Result)
-			if err != nil {
-				return nil, fmt.Errorf("%w: reading the call's result: %v", ErrProtocol, err)
+			return line.Result, nil, nil
+		case api.LineTools:
+			if len(line.Tools) == 0 {
+				return nil, nil, fmt.Errorf("%w: a tools line without tools", ErrProtocol)
 			}
-			return res, nil
+			return nil, line.Tools, nil
 		case api.LineError:
 			if line.Error == nil {
-				return nil, fmt.Errorf("%w: an error line without an error", ErrProtocol)
+				return nil, nil, fmt.Errorf("%w: an error line without an error", ErrProtocol)
 			}
-			return nil, errorFrom(0, *line.Error)
+			return nil, nil, errorFrom(0, *line.Error)
 		default:
 			if observe != nil {
-				observe(line.CallLine)
+				observe(line)
 			}
 		}
 	}

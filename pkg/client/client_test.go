@@ -19,6 +19,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
+	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -167,15 +168,15 @@ func TestNodeLifecycle(t *testing.T) {
 		if err != nil || len(infos) != 1 || infos[0].ID != "echo" {
 			t.Fatalf("Nodes = %+v, %v; want [echo]", infos, err)
 		}
-		tools, err := s.Tools(ctx, "echo")
+		tools, err := mcpclient.Tools(ctx, s, "echo")
 		if err != nil || len(tools) != 1 || tools[0].Name != "identity" {
 			t.Fatalf("Tools = %v, %v", tools, err)
 		}
-		ts, err := s.Toolset(ctx)
+		ts, err := mcpclient.Toolset(ctx, s)
 		if err != nil || len(ts) != 1 || ts[0].Qualified != "echo.identity" || ts[0].LLMName != "echo__identity" {
 			t.Fatalf("Toolset = %+v, %v", ts, err)
 		}
-		res, err := s.Call(ctx, "echo", "identity", json.RawMessage(`{"text":"héllo"}`), nil)
+		res, err := mcpclient.Call(ctx, s, "echo", "identity", json.RawMessage(`{"text":"héllo"}`), nil)
 		if err != nil {
 			t.Fatalf("Call: %v", err)
 		}
@@ -298,7 +299,7 @@ func TestCallStreamsAndCancelsOnDisconnect(t *testing.T) {
 		}
 		// The slow call is in flight: another client's call still answers.
 		other := newClient().Session("default")
-		if res, err := other.Call(ctx, "echo", "identity", json.RawMessage(`{"text":"x"}`), nil); err != nil || node.ResultText(res, 0) != "x" {
+		if res, err := mcpclient.Call(ctx, other, "echo", "identity", json.RawMessage(`{"text":"x"}`), nil); err != nil || node.ResultText(res, 0) != "x" {
 			t.Fatalf("unrelated call during a slow one: %v, %v", res, err)
 		}
 		cancel()

@@ -8,7 +8,6 @@ import (
 	"net/http"
 
 	"github.com/nerve-dev/nerve/pkg/api"
-	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // Errors callers test with errors.Is. Every error a Client returns for a
@@ -42,25 +41,25 @@ type Error struct {
 	Message string
 	// Node is the node's Info when the error concerns one that exists (a
 	// node that was added but did not start).
-	Node *node.Info
+	Node *api.Info
 	kind error
 }
 
 func (e *Error) Error() string { return e.Message }
 
 // Unwrap lets errors.Is match the client sentinel and, where one exists,
-// the pkg/node sentinel (node.ErrNotFound, node.ErrUnknownTool, …).
+// the node sentinel (api.ErrNotFound, which is api.ErrNotFound, …).
 func (e *Error) Unwrap() []error {
 	errs := []error{e.kind}
 	switch e.kind {
 	case ErrNodeNotFound:
-		errs = append(errs, node.ErrNotFound)
+		errs = append(errs, api.ErrNotFound)
 	case ErrUnknownTool:
-		errs = append(errs, node.ErrUnknownTool)
+		errs = append(errs, api.ErrUnknownTool)
 	case ErrBadArgs:
-		errs = append(errs, node.ErrBadArgs)
+		errs = append(errs, api.ErrBadArgs)
 	case ErrNotReady:
-		errs = append(errs, node.ErrNotReady)
+		errs = append(errs, api.ErrNotReady)
 	}
 	return errs
 }

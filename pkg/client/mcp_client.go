@@ -22,14 +22,6 @@ func (s *Session) MCPEndpoint(ctx context.Context) (api.MCPEndpoint, error) {
 	return ep, err
 }
 
-// MCPFeatures returns what an mcp node's server offers beyond tools. For
-// another kind of node the error's Code is api.CodeNotMCP.
-func (s *Session) MCPFeatures(ctx context.Context, id string) (api.MCPFeatures, error) {
-	var f api.MCPFeatures
-	err := s.c.do(ctx, http.MethodGet, s.nodePath(id)+"/mcp", nil, &f)
-	return f, err
-}
-
 // MCP sends one MCP request (api.MCPReadResource, …) with params to an mcp
 // node's server and decodes its result into result (if not nil).
 func (s *Session) MCP(ctx context.Context, id, method string, params, result any) error {

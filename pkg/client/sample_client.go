@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/url"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/nerve-dev/nerve/pkg/api"
 )
 
@@ -45,14 +43,4 @@ func (s *Session) attach(ctx context.Context, id, query string) (*Attachment, er
 		return nil, err
 	}
 	return a, nil
-}
-
-// Sample has node id (an llm node) answer a sampling request an MCP server
-// made. A node that cannot sample answers ErrBadRequest.
-func (s *Session) Sample(ctx context.Context, id string, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	var res mcp.CreateMessageResult
-	if err := s.c.do(ctx, http.MethodPost, s.nodePath(id)+"/sample", params, &res); err != nil {
-		return nil, err
-	}
-	return &res, nil
 }

@@ -3,10 +3,10 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // Node is one tool provider held by a session: a bash shell, an MCP server
@@ -34,12 +34,13 @@ type Node interface {
 	Info() Info
 }
 
-// Sentinel errors callers test with errors.Is.
+// Sentinel errors callers test with errors.Is (pkg/api's, so a client
+// matches them without this package).
 var (
-	ErrNotReady    = errors.New("node is not ready")
-	ErrUnknownTool = errors.New("unknown tool")
-	ErrBadArgs     = errors.New("invalid arguments")
-	ErrNotFound    = errors.New("node not found")
+	ErrNotReady    = api.ErrNotReady
+	ErrUnknownTool = api.ErrUnknownTool
+	ErrBadArgs     = api.ErrBadArgs
+	ErrNotFound    = api.ErrNotFound
 )
 
 // CallRequest is one tool call.
@@ -66,39 +67,15 @@ func (r *CallRequest) Emit(ev CallEvent) {
 
 // CallEvent kinds.
 const (
-	EventProgress = "progress" // Progress, Total, Message
-	EventLog      = "log"      // Level, Logger, Data
-	EventText     = "text"     // Text: streamed output to show as it arrives
-	EventStep     = "step"     // Step, Data: a structured step (tool use, tool result, usage, thinking)
+	EventProgress = api.EventProgress // Progress, Total, Message
+	EventLog      = api.EventLog      // Level, Logger, Data
+	EventText     = api.EventText     // Text: streamed output to show as it arrives
+	EventStep     = api.EventStep     // Step, Data: a structured step (tool use, tool result, usage, thinking)
 )
 
 // CallEvent is something that happened during a call. It is also the wire
 // form of call events in the daemon's API.
-type CallEvent struct {
-	Kind     string          `json:"kind"`
-	Progress float64         `json:"progress,omitempty"`
-	Total    float64         `json:"total,omitempty"`
-	Message  string          `json:"message,omitempty"`
-	Level    string          `json:"level,omitempty"`
-	Logger   string          `json:"logger,omitempty"`
-	Text     string          `json:"text,omitempty"`
-	Step     string          `json:"step,omitempty"`
-	Data     json.RawMessage `json:"data,omitempty"`
-}
+type CallEvent = api.CallEvent
 
 // Info describes a node for people and tools.
-type Info struct {
-	ID       string    `json:"id"`
-	Kind     string    `json:"kind"`
-	State    State     `json:"state"`
-	Error    string    `json:"error,omitempty"`
-	Since    time.Time `json:"since,omitzero"`
-	Tools    int       `json:"tools"`
-	InFlight int64     `json:"in_flight"`
-	Calls    int64     `json:"calls"`
-	Failures int64     `json:"failures"`
-	// Summary is a one-line description of what the node runs.
-	Summary string `json:"summary,omitempty"`
-	// Details holds kind-specific facts (server info, Claude session id, …).
-	Details map[string]any `json:"details,omitempty"`
-}
+type Info = api.Info

@@ -3,58 +3,33 @@ package node
 import (
 	"fmt"
 	"sync"
+
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
-// State is the lifecycle state of a node.
+// State is the lifecycle state of a node; the type is the wire's
+// (pkg/api), the moves between states are this package's.
 //
 //	CREATED → STARTING → READY ⇄ BUSY → STOPPING → STOPPED
 //	STARTING, READY, BUSY → ERROR → STOPPING;  STOPPED → STARTING (restart)
-type State uint8
+type State = api.State
 
+// The states.
 const (
-	Created State = iota
-	Starting
-	Ready
-	Busy
-	Stopping
-	Stopped
-	Error
+	Created  = api.StateCreated
+	Starting = api.StateStarting
+	Ready    = api.StateReady
+	Busy     = api.StateBusy
+	Stopping = api.StateStopping
+	Stopped  = api.StateStopped
+	Error    = api.StateError
 )
 
-var stateNames = [...]string{"CREATED", "STARTING", "READY", "BUSY", "STOPPING", "STOPPED", "ERROR"}
-
-func (s State) String() string {
-	if int(s) < len(stateNames) {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("State(%d)", s)
-}
-
-// MarshalText makes a State appear by name in JSON.
-func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// UnmarshalText parses a State name.
-func (s *State) UnmarshalText(b []byte) error {
-	st, err := ParseState(string(b))
-	if err != nil {
-		return err
-	}
-	*s = st
-	return nil
-}
-
 // ParseState returns the State with the given name.
-func ParseState(name string) (State, error) {
-	for i, n := range stateNames {
-		if n == name {
-			return State(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown node state %q (want one of %v)", name, stateNames)
-}
+func ParseState(name string) (State, error) { return api.ParseState(name) }
 
 // transitions is the one table of legal moves: transitions[from][to].
-var transitions = [...][len(stateNames)]bool{
+var transitions = [...][api.NumStates]bool{
 	Created:  {Starting: true, Stopping: true},
 	Starting: {Ready: true, Error: true, Stopping: true},
 	Ready:    {Busy: true, Error: true, Stopping: true},
@@ -66,7 +41,7 @@ var transitions = [...][len(stateNames)]bool{
 
 // CanTransition reports whether from → to is a legal move.
 func CanTransition(from, to State) bool {
-	if int(from) >= len(transitions) || int(to) >= len(stateNames) {
+	if int(from) >= len(transitions) || int(to) >= api.NumStates {
 		return false
 	}
 	return transitions[from][to]

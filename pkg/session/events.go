@@ -5,38 +5,24 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // Event kinds.
 const (
-	EventState       = "state"        // From, To, Reason
-	EventTools       = "tools"        // the node's tool list changed
-	EventNodeAdded   = "node_added"   // Kind
-	EventNodeRemoved = "node_removed" //
-	EventCallStart   = "call_start"   // Call, Tool
-	EventCallEnd     = "call_end"     // Call, Tool, Duration, IsError, Error
-	EventSettings    = "settings"     // the session's settings changed (no node)
+	EventState       = api.EventState       // From, To, Reason
+	EventTools       = api.EventTools       // the node's tool list changed
+	EventNodeAdded   = api.EventNodeAdded   // Kind
+	EventNodeRemoved = api.EventNodeRemoved //
+	EventCallStart   = api.EventCallStart   // Call, Tool
+	EventCallEnd     = api.EventCallEnd     // Call, Tool, Duration, IsError, Error
+	EventSettings    = api.EventSettings    // the session's settings changed (no node)
 )
 
 // Event is something that happened in a session. It is also the wire form
 // of session events in the daemon's API.
-type Event struct {
-	Seq      uint64        `json:"seq"`
-	Time     time.Time     `json:"time"`
-	Session  string        `json:"session"`
-	Kind     string        `json:"kind"`
-	Node     string        `json:"node,omitempty"`
-	NodeKind string        `json:"node_kind,omitempty"`
-	From     string        `json:"from,omitempty"`
-	To       string        `json:"to,omitempty"`
-	Reason   string        `json:"reason,omitempty"`
-	Call     uint64        `json:"call,omitempty"`
-	Tool     string        `json:"tool,omitempty"`
-	Duration time.Duration `json:"duration,omitempty"`
-	IsError  bool          `json:"is_error,omitempty"`
-	Error    string        `json:"error,omitempty"`
-}
+type Event = api.Event
 
 // Subscription receives a session's events on C until Close. A subscriber
 // that falls more than its buffer behind loses the oldest events; Dropped

@@ -3,20 +3,12 @@ package session
 import (
 	"time"
 
-	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // Settings apply to every node of a session that has no setting of its
 // own; they are saved with the session.
-type Settings struct {
-	// Idle stops an MCP server node after that long without a call (its
-	// catalogue kept; the next call starts it again). Zero: never.
-	Idle node.Duration `json:"idle,omitempty"`
-	// Expose is the tool filter every MCP client of the session gets
-	// (comma-separated globs over node.tool, "!" to exclude); a client's
-	// own filter can only narrow it. Empty: every tool.
-	Expose string `json:"expose,omitempty"`
-}
+type Settings = api.Settings
 
 // Settings returns the session's settings.
 func (s *Session) Settings() Settings {

@@ -856,14 +856,16 @@ func (c *capBuffer) closeSpill() (string, error) {
 // tcsetattrNoise is what an interactive bash without a terminal prints when
 // a job dies of a signal or SIGINT returns it to its prompt: "bash: [123: 2 (255)] tcsetattr:
 // Inappropriate ioctl for device". It says nothing about the command.
-var tcsetattrNoise = regexp.MustCompile(`(?m)^[^\n]*: \[\d+: \d+ \(\d+\)\] tcsetattr: Inappropriate ioctl for device\n`)
+var tcsetattrNoise = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^[^\n]*: \[\d+: \d+ \(\d+\)\] tcsetattr: Inappropriate ioctl for device\n`)
+}) // compiled on first use, not at every start
 
 // dropNoise removes tcsetattrNoise from the kept output.
 func (c *capBuffer) dropNoise() {
 	if !bytes.Contains(c.buf, []byte("tcsetattr")) {
 		return
 	}
-	clean := tcsetattrNoise.ReplaceAll(c.buf, nil)
+	clean := tcsetattrNoise().ReplaceAll(c.buf, nil)
 	c.total -= int64(len(c.buf) - len(clean))
 	c.buf = append(c.buf[:0], clean...)
 }

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -249,7 +250,7 @@ func shellContexts(ts *tstring) []shellPlace {
 	return out
 }
 
-var shellNumber = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`)
+var shellNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?$`) }) // compiled on first use, not at every start
 
 // arithmeticHazard reports whether v could run a command where bash
 // evaluates it as arithmetic: `[[ 'a[$(id)]' -eq 1 ]]`, `(( 'a[$(id)]' ))`,
@@ -317,7 +318,7 @@ func quoteFor(c shellCtx, v string) (string, error) {
 	case shDollarQuote:
 		return dollarQuoter.Replace(v), nil
 	case shArith:
-		if shellNumber.MatchString(strings.TrimSpace(v)) {
+		if shellNumber().MatchString(strings.TrimSpace(v)) {
 			return v, nil
 		}
 		return "", fmt.Errorf("inside $((...)) only a number can be placed, not %q", firstLine(v))

@@ -5,9 +5,10 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+var yamlLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`) }) // compiled on first use, not at every start
 
 // yamlError turns the YAML reader's error into one with a line and column
 // that point at the mistake. The reader names, for a flow collection left
@@ -19,7 +20,7 @@ func yamlError(src []byte, err error) *Error {
 	if p, what, ok := bracketMistake(src); ok {
 		return &Error{Pos: p, Msg: fmt.Sprintf("reading the graph: %s (%s)", what, msg)}
 	}
-	m := yamlLine.FindStringSubmatch(err.Error())
+	m := yamlLine().FindStringSubmatch(err.Error())
 	if m == nil {
 		return &Error{Pos: Pos{1, 1}, Msg: "reading the graph: " + msg}
 	}

@@ -1,4 +1,4 @@
-package client
+package mcpclient
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ func TestDecodeResultMatchesSDK(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var want mcp.CallToolResult
 			wantErr := json.Unmarshal([]byte(tc.json), &want)
-			got, err := decodeResult([]byte(tc.json))
+			got, err := Result([]byte(tc.json))
 			if (err != nil) != (wantErr != nil) {
 				t.Fatalf("error %v, the SDK's %v", err, wantErr)
 			}
@@ -49,14 +49,14 @@ func TestDecodeResultMatchesSDK(t *testing.T) {
 // TestDecodeResultComplete: resultType "complete" (the 2026 protocol) is
 // the plain result the SDK's server marks again when it sends it.
 func TestDecodeResultComplete(t *testing.T) {
-	got, err := decodeResult([]byte(`{"content":[{"type":"text","text":"hi"}],"resultType":"complete"}`))
+	got, err := Result([]byte(`{"content":[{"type":"text","text":"hi"}],"resultType":"complete"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.NeedsInput() || len(got.Content) != 1 || got.Content[0].(*mcp.TextContent).Text != "hi" {
 		t.Errorf("got %+v", got)
 	}
-	if _, err := decodeResult([]byte(`{"content":[{"type":"text"`)); err == nil {
+	if _, err := Result([]byte(`{"content":[{"type":"text"`)); err == nil {
 		t.Error("a cut result decoded without error")
 	}
 }
@@ -69,7 +69,7 @@ func TestDecodeResultSmallGarbage(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	for range n {
-		if _, err := decodeResult(data); err != nil {
+		if _, err := Result(data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -84,7 +84,7 @@ func BenchmarkDecodeResult(b *testing.B) {
 	b.Run("nerve", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := decodeResult(data); err != nil {
+			if _, err := Result(data); err != nil {
 				b.Fatal(err)
 			}
 		}

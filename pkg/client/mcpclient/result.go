@@ -1,20 +1,11 @@
-package client
+package mcpclient
 
 import (
 	"bytes"
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/nerve-dev/nerve/pkg/api"
 )
-
-// callLine is api.CallLine with the result left undecoded: the shallower
-// Result field takes the "result" key from the embedded one.
-type callLine struct {
-	api.CallLine
-	Result json.RawMessage `json:"result,omitempty"`
-}
 
 // textResult is the common tool result: text content only, as the SDK
 // writes it. Any other field makes decoding it fail (DisallowUnknownFields),
@@ -36,13 +27,13 @@ type textItem struct {
 	Annotations *mcp.Annotations `json:"annotations"`
 }
 
-// decodeResult decodes a CallToolResult. The SDK's UnmarshalJSON reads
+// Result decodes a CallToolResult as pkg/client returns it. The SDK's UnmarshalJSON reads
 // through a JSON decoder with a fresh 32 KB buffer, so a small result cost
 // ~38 KB of garbage per call, the most of anything nerve allocates on the
 // call path; a text-only result is decoded here with encoding/json into
 // the same values, anything else (images, resources, input requests, fields
 // this code does not know) by the SDK.
-func decodeResult(data []byte) (*mcp.CallToolResult, error) {
+func Result(data []byte) (*mcp.CallToolResult, error) {
 	var fast textResult
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
