@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcp"
+	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcpnode"
 	"github.com/nerve-dev/nerve/internal/paths"
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/node"

@@ -123,7 +123,7 @@ type Attachment interface {
 	ResourceUpdated(uri string)
 }
 
-// MCPNode is the method set of an mcp node (internal/nodes/mcp.Node) the
+// MCPNode is the method set of an mcp node (internal/nodes/mcpnode.Node) the
 // server and the daemon use; it is matched by type assertion so node
 // kinds stay unimported.
 type MCPNode interface {

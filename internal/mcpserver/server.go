@@ -161,7 +161,7 @@ func New(b Backend, opts *Options) *Server {
 // SessionTitle starts the title a session's MCP server gives in its
 // serverInfo ("nerve session default"): with the name "nerve" it tells an
 // MCP client that the server is a nerve session, so a session's mcp node
-// can refuse to contain one (internal/nodes/mcp checks the same words).
+// can refuse to contain one (internal/nodes/mcpnode checks the same words).
 const SessionTitle = "nerve session"
 
 func (s *Server) implementation() *mcp.Implementation {

@@ -8,7 +8,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/nodes/graph"
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
 	"github.com/nerve-dev/nerve/internal/nodes/llm"
-	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcp"
+	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcpnode"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
 

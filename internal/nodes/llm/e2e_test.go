@@ -14,7 +14,7 @@ import (
 	"github.com/nerve-dev/nerve/fixtures/llmserver"
 	"github.com/nerve-dev/nerve/internal/nodes/bash"
 	"github.com/nerve-dev/nerve/internal/nodes/llm"
-	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcp"
+	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcpnode"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
