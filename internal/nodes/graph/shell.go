@@ -60,6 +60,24 @@ type shellPlace struct {
 	bracket bool
 }
 
+// expansionAt reports the frame an expansion opens at lit[j] — $((
+// arithmetic 'a', $[ arithmetic 'b', $( '$', ${ '{' — and its length, 0
+// for none. Quoted or not, each opens the same frame.
+func expansionAt(lit string, j int) (kind byte, n int) {
+	rest := lit[j:]
+	switch {
+	case strings.HasPrefix(rest, "$(("):
+		return 'a', 3
+	case strings.HasPrefix(rest, "$["):
+		return 'b', 2
+	case strings.HasPrefix(rest, "$("):
+		return '$', 2
+	case strings.HasPrefix(rest, "${"):
+		return '{', 2
+	}
+	return 0, 0
+}
+
 // shellContexts returns the place of each reference of ts: the quoting
 // state after lits[0..i].
 func shellContexts(ts *tstring) []shellPlace {
@@ -114,20 +132,13 @@ func shellContexts(ts *tstring) []shellPlace {
 					j++
 				case c == '"':
 					top.quote = shUnquoted
-				case c == '$' && next == '(' && j+2 < len(lit) && lit[j+2] == '(':
-					stack = append(stack, shellFrame{kind: 'a'})
-					j += 2
-				case c == '$' && next == '[':
-					stack = append(stack, shellFrame{kind: 'b'})
-					j++
-				case c == '$' && next == '(':
-					stack = append(stack, shellFrame{kind: '$'})
-					j++
-				case c == '$' && next == '{':
-					stack = append(stack, shellFrame{kind: '{'})
-					j++
 				case c == '`':
 					stack = append(stack, shellFrame{kind: '`'})
+				default:
+					if exp, n := expansionAt(lit, j); n > 0 {
+						stack = append(stack, shellFrame{kind: exp})
+						j += n - 1
+					}
 				}
 				continue
 			}
@@ -139,6 +150,7 @@ func shellContexts(ts *tstring) []shellPlace {
 			}
 			wordStart = false
 			dollarEnds = c == '$' && j == len(lit)-1
+			exp, expLen := expansionAt(lit, j)
 			switch {
 			case c == '\\':
 				escapesRef = j == len(lit)-1
@@ -150,12 +162,9 @@ func shellContexts(ts *tstring) []shellPlace {
 			case c == '$' && next == '\'':
 				top.quote = shDollarQuote
 				j++
-			case c == '$' && next == '(' && j+2 < len(lit) && lit[j+2] == '(':
-				stack = append(stack, shellFrame{kind: 'a'})
-				j += 2
-			case c == '$' && next == '[':
-				stack = append(stack, shellFrame{kind: 'b'})
-				j++
+			case expLen > 0:
+				stack = append(stack, shellFrame{kind: exp})
+				j += expLen - 1
 			case c == '[' && ws && next == '[':
 				j++ // [[ ... ]]
 			case c == '[' && !ws:
@@ -168,12 +177,6 @@ func shellContexts(ts *tstring) []shellPlace {
 				// (( ... )) is arithmetic, its text read as if in double
 				// quotes: '...' quotes nothing there.
 				stack = append(stack, shellFrame{kind: 'a'})
-				j++
-			case c == '$' && next == '(':
-				stack = append(stack, shellFrame{kind: '$'})
-				j++
-			case c == '$' && next == '{':
-				stack = append(stack, shellFrame{kind: '{'})
 				j++
 			case c == '`':
 				if top.kind == '`' {
