@@ -33,8 +33,8 @@ func (d *Daemon) routes() http.Handler {
 		{"GET /v1/sessions/{session}/settings", d.inSession(false, d.handleSettings)},
 		{"PUT /v1/sessions/{session}/settings", d.inSession(true, d.handleSettings)},
 		{"GET /v1/sessions/{session}/nodes/{node}/tools", d.inSession(false, d.handleTools)},
-		{"POST /v1/sessions/{session}/nodes/{node}/call", http.HandlerFunc(d.handleCall)},     // call.go
-		{"GET /v1/sessions/{session}/nodes/{node}/runs/{run}", http.HandlerFunc(d.handleRun)}, // runs.go
+		{"POST /v1/sessions/{session}/nodes/{node}/call", http.HandlerFunc(d.handleCall)},       // call.go
+		{"GET /v1/sessions/{session}/nodes/{node}/runs/{run}", d.inSession(false, d.handleRun)}, // runs.go
 		{"POST /v1/sessions/{session}/nodes/{node}/reset", http.HandlerFunc(d.handleReset)},
 		{"GET /v1/sessions/{session}/nodes/{node}/resources", http.HandlerFunc(d.handleResources)},
 		{"POST /v1/sessions/{session}/nodes/{node}/resources/read", http.HandlerFunc(d.handleReadResource)},
