@@ -16,6 +16,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -67,7 +68,7 @@ func benchServe(b *testing.B, backend mcpserver.Backend, ct, st mcp.Transport) *
 func benchCall(b *testing.B, cs *mcp.ClientSession) {
 	p := &mcp.CallToolParams{Name: "echo.identity", Arguments: map[string]any{"text": "hello"}}
 	b.ReportAllocs()
-	cpu := cpuMeter()
+	cpu := testutil.CPUMeter()
 	for b.Loop() {
 		res, err := cs.CallTool(b.Context(), p)
 		if err != nil || res.IsError {
@@ -82,7 +83,7 @@ func BenchmarkCallDirect(b *testing.B) {
 	s := benchSession(b)
 	args := json.RawMessage(`{"text":"hello"}`)
 	b.ReportAllocs()
-	cpu := cpuMeter()
+	cpu := testutil.CPUMeter()
 	for b.Loop() {
 		if _, err := s.CallTool(b.Context(), "echo.identity", args, nil); err != nil {
 			b.Fatal(err)

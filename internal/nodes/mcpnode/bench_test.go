@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -38,7 +39,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 		defer cs.Close()
 		args := json.RawMessage(`{"text":"hi"}`)
 		b.ReportAllocs()
-		cpu := cpuMeter()
+		cpu := testutil.CPUMeter()
 		var seq int64
 		for b.Loop() {
 			p := &mcp.CallToolParams{Name: "echo", Arguments: args}
@@ -62,7 +63,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 		mustStart(b, n)
 		req := &node.CallRequest{Tool: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)}
 		b.ReportAllocs()
-		cpu := cpuMeter()
+		cpu := testutil.CPUMeter()
 		for b.Loop() {
 			if _, err := n.CallTool(ctx, req); err != nil {
 				b.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpnode
+package testutil
 
 import (
 	"syscall"
@@ -8,11 +8,12 @@ import (
 	"time"
 )
 
-// cpuMeter starts measuring the process's CPU time (user + system, all
-// threads); the function it returns reports it per op. Call it just before
-// the loop and the function just after: on a shared machine CPU time per op
-// moves far less with other people's load than time per op does.
-func cpuMeter() func(*testing.B) {
+// CPUMeter starts measuring the process's CPU time (user + system, all
+// threads); the function it returns reports it per op as cpu-µs/op. Call
+// it just before a benchmark's loop and the function just after: on a
+// shared machine CPU time per op moves far less with other people's load
+// than time per op does.
+func CPUMeter() func(*testing.B) {
 	start := cpuTime()
 	return func(b *testing.B) {
 		b.ReportMetric(float64((cpuTime()-start).Nanoseconds())/1e3/float64(b.N), "cpu-µs/op")
