@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -255,45 +254,13 @@ func TestDaemonKilledLeavesNoChild(t *testing.T) {
 // that forked the child exits. A child started from a goroutine whose
 // thread then ends (a locked goroutine that exits) must keep running.
 func TestChildOutlivesTheThreadThatStartedIt(t *testing.T) {
-	type started struct {
-		tid     int
-		p       *Proc
-		err     error
-		release chan struct{} // set when the goroutine landed on the main thread
+	var p *Proc
+	var err error
+	testutil.OnExitingThread(t, func() { p, err = Start([]string{"/bin/cat"}, os.Environ(), "", nil) })
+	if err != nil {
+		t.Fatal(err)
 	}
-	ch := make(chan started)
-	var st started
-	for {
-		go func() {
-			runtime.LockOSThread()
-			if syscall.Gettid() == os.Getpid() {
-				// The main thread never exits: park on it, so that the
-				// next try gets another thread.
-				release := make(chan struct{})
-				ch <- started{release: release}
-				<-release
-				runtime.UnlockOSThread()
-				return
-			}
-			// Never unlocked: the thread ends with this goroutine.
-			p, err := Start([]string{"/bin/cat"}, os.Environ(), "", nil)
-			ch <- started{tid: syscall.Gettid(), p: p, err: err}
-		}()
-		if st = <-ch; st.release == nil {
-			break
-		}
-		defer close(st.release)
-	}
-	if st.err != nil {
-		t.Fatal(st.err)
-	}
-	p := st.p
 	t.Cleanup(func() { p.Stop(context.Background()); p.Stdout.Close() })
-	task := fmt.Sprintf("/proc/self/task/%d", st.tid)
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		_, err := os.Stat(task)
-		return os.IsNotExist(err)
-	}, fmt.Sprintf("the starting thread %d to exit", st.tid))
 	// cat echoes a line only while it runs.
 	if _, err := p.Stdin.WriteString("alive\n"); err != nil {
 		t.Fatalf("writing to the child after its starting thread exited: %v", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,49 +110,19 @@ func TestDaemonKilledLeavesNoOrphan(t *testing.T) {
 // for the child's life (issue 22, item 8). Before, the shell was killed.
 func TestShellOutlivesTheThreadThatStartedIt(t *testing.T) {
 	requireBash(t)
-	type started struct {
-		tid     int
-		n       *Node
-		err     error
-		release chan struct{} // set when the goroutine landed on the main thread
-	}
-	ch := make(chan started)
-	var st started
-	for {
-		go func() {
-			runtime.LockOSThread()
-			if syscall.Gettid() == os.Getpid() {
-				// The main thread never exits: park on it, so that the
-				// next try gets another thread.
-				release := make(chan struct{})
-				ch <- started{release: release}
-				<-release
-				runtime.UnlockOSThread()
-				return
-			}
-			// Never unlocked: the thread ends with this goroutine.
-			nn, err := New(node.Spec{ID: "sh", Kind: Kind}, node.Env{})
-			if err == nil {
-				err = nn.Start(context.Background())
-			}
-			n, _ := nn.(*Node)
-			ch <- started{tid: syscall.Gettid(), n: n, err: err}
-		}()
-		if st = <-ch; st.release == nil {
-			break
+	var n *Node
+	var err error
+	testutil.OnExitingThread(t, func() {
+		var nn node.Node
+		if nn, err = New(node.Spec{ID: "sh", Kind: Kind}, node.Env{}); err == nil {
+			err = nn.Start(context.Background())
 		}
-		defer close(st.release)
+		n, _ = nn.(*Node)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if st.err != nil {
-		t.Fatal(st.err)
-	}
-	n := st.n
 	t.Cleanup(func() { n.Stop(context.Background()) })
-	task := fmt.Sprintf("/proc/self/task/%d", st.tid)
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		_, err := os.Stat(task)
-		return os.IsNotExist(err)
-	}, fmt.Sprintf("the starting thread %d to exit", st.tid))
 	// The parent-death signal is sent as the thread exits, before its
 	// /proc entry goes: the shell is dead by now if it was tied to it.
 	r, err := callErr(context.Background(), n, "echo alive", 10)

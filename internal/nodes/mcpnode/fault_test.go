@@ -298,42 +298,11 @@ func TestServerOutlivesTheThreadThatStartedIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type started struct {
-		tid     int
-		err     error
-		release chan struct{} // set when the goroutine landed on the main thread
-	}
-	ch := make(chan started)
-	var st started
-	for {
-		go func() {
-			runtime.LockOSThread()
-			if unix.Gettid() == os.Getpid() {
-				// The main thread never exits: park on it, so that the
-				// next try gets another thread.
-				release := make(chan struct{})
-				ch <- started{release: release}
-				<-release
-				runtime.UnlockOSThread()
-				return
-			}
-			// Never unlocked: the thread ends with this goroutine.
-			ch <- started{tid: unix.Gettid(), err: n.Start(context.Background())}
-		}()
-		if st = <-ch; st.release == nil {
-			break
-		}
-		defer close(st.release)
-	}
-	if st.err != nil {
-		t.Fatal(st.err)
+	testutil.OnExitingThread(t, func() { err = n.Start(context.Background()) })
+	if err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Stop(context.Background()) })
-	task := fmt.Sprintf("/proc/self/task/%d", st.tid)
-	testutil.WaitFor(t, 10*time.Second, func() bool {
-		_, err := os.Stat(task)
-		return os.IsNotExist(err)
-	}, fmt.Sprintf("the starting thread %d (pid %d) to exit", st.tid, os.Getpid()))
 	pid := serverPid(n)
 	res, err := n.CallTool(context.Background(), &node.CallRequest{Tool: "echo", Arguments: json.RawMessage(`{"text":"alive"}`)})
 	if err != nil || text(t, res) != "alive" {
