@@ -396,13 +396,16 @@ func (r *repl) awaitTools(ctx context.Context, id string) {
 	defer cancel()
 	sigs, stop := interrupts()
 	defer stop()
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		select {
 		case <-sigs:
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
+	defer func() { cancel(); <-done }()
 	if tools, err := mcpclient.Tools(ctx, r.session, id); err == nil && len(tools) > 0 {
 		r.catalog.refresh(ctx)
 	}
