@@ -17,7 +17,6 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
-	"github.com/nerve-dev/nerve/pkg/api/mcpapi"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -90,7 +89,7 @@ func (d *Daemon) handleMCPFeatures(w http.ResponseWriter, r *http.Request) {
 		writeMCPErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, mcpapi.MCPFeatures(*mcpserver.FeaturesOf(f)))
+	writeJSON(w, http.StatusOK, mcpserver.FeaturesOf(f))
 }
 
 func (d *Daemon) handleMCPRequest(w http.ResponseWriter, r *http.Request) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/pkg/api/mcpapi"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -23,15 +24,9 @@ type ToolEntry struct {
 	Tool      *mcp.Tool
 }
 
-// Features is what an mcp node's server offers beyond tools.
-type Features struct {
-	Resources    []*mcp.Resource         `json:"resources,omitempty"`
-	Templates    []*mcp.ResourceTemplate `json:"templates,omitempty"`
-	Prompts      []*mcp.Prompt           `json:"prompts,omitempty"`
-	Capabilities *mcp.ServerCapabilities `json:"capabilities,omitempty"`
-	Instructions string                  `json:"instructions,omitempty"`
-	ServerInfo   *mcp.Implementation     `json:"server_info,omitempty"`
-}
+// Features is what an mcp node's server offers beyond tools: the local
+// API's answer, the same fields.
+type Features = mcpapi.MCPFeatures
 
 // Watch delivers a session's events until Close. Next and Close may be
 // called from different goroutines; Close may be called twice.
