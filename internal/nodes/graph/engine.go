@@ -413,6 +413,18 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 	texts := make([]string, 0, len(items))
 	list := make([]any, 0, len(items))
 	rec.Args, _ = json.Marshal(map[string]any{"foreach": items})
+	// keep adds an item's result: its text (one trailing newline trimmed,
+	// as $(…) does) and its structured value, or its text.
+	keep := func(res *StepResult) {
+		t := strings.TrimSuffix(res.Text, "\n")
+		texts = append(texts, t)
+		out.Texts = append(out.Texts, t)
+		if res.Structured != nil {
+			list = append(list, res.Structured)
+		} else {
+			list = append(list, res.Text)
+		}
+	}
 	if s.OnError == OnErrorContinue && ctx.Err() == nil {
 		// Every item ran to its end: keep each one's result, failed or
 		// not, in item order; the step fails if any item did.
@@ -424,14 +436,7 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 					res = &StepResult{Text: errs[i].Error(), IsError: true}
 				}
 			}
-			t := strings.TrimSuffix(res.Text, "\n")
-			texts = append(texts, t)
-			out.Texts = append(out.Texts, t)
-			if res.Structured != nil {
-				list = append(list, res.Structured)
-			} else {
-				list = append(list, res.Text)
-			}
+			keep(res)
 		}
 		out.Text, out.Structured = strings.Join(texts, "\n"), list
 		if len(failed) > 0 {
@@ -447,14 +452,7 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 		if res == nil {
 			continue
 		}
-		t := strings.TrimSuffix(res.Text, "\n")
-		texts = append(texts, t)
-		out.Texts = append(out.Texts, t)
-		if res.Structured != nil {
-			list = append(list, res.Structured)
-		} else {
-			list = append(list, res.Text)
-		}
+		keep(res)
 	}
 	for _, e := range errs {
 		if e != nil {
