@@ -15,6 +15,7 @@ import (
 	"github.com/chzyer/readline"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/callline"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -61,7 +62,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	if dash {
 		words = words[:len(words)-1]
 	}
-	line := callLine(words)
+	line := callline.Join(words)
 	if line == "" {
 		return usagef(inv, "`nerve call` needs a Commander line, e.g. `nerve call @bash ls`")
 	}
@@ -88,6 +89,25 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	// wrong or to read stdin. Only the named node's tools are needed, and
 	// an unknown node is reported by the daemon, which lists the
 	// session's nodes.
+	show := func(id string) func(api.CallLine) {
+		return func(l api.CallLine) { showCallLine(env, id, l) }
+	}
+	if h := env.handoff; h != nil {
+		if h.interrupted && lineNode(line) != "" {
+			return interrupted(ctx, s, lineNode(line), line)
+		}
+		// The front showed the first lines of the answer already.
+		skip := h.skip
+		show = func(id string) func(api.CallLine) {
+			return func(l api.CallLine) {
+				if skip > 0 {
+					skip--
+					return
+				}
+				showCallLine(env, id, l)
+			}
+		}
+	}
 	cat := map[string][]*mcp.Tool{}
 	if id := lineNode(line); id != "" {
 		var tools []*mcp.Tool
@@ -95,7 +115,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 			tools, err = mcpclient.Tools(ctx, s, id)
 		} else {
 			var res *mcp.CallToolResult
-			res, tools, err = mcpclient.CallLine(sctx, s, id, line, func(l api.CallLine) { showCallLine(env, id, l) })
+			res, tools, err = mcpclient.CallLine(sctx, s, id, line, show(id))
 			if err != nil && sctx.Err() != nil && ctx.Err() == nil {
 				return interrupted(ctx, s, id, line)
 			}
@@ -142,7 +162,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		return fmt.Errorf("node %q has no tool %q", ln.Node, ln.Tool)
 	}
-	res, err := mcpclient.Call(sctx, s, ln.Node, ln.Tool, ln.Args, func(l api.CallLine) { showCallLine(env, ln.Node, l) })
+	res, err := mcpclient.Call(sctx, s, ln.Node, ln.Tool, ln.Args, show(ln.Node))
 	if err != nil {
 		if sctx.Err() != nil && ctx.Err() == nil {
 			return fmt.Errorf("interrupted: the call to @%s %s was cancelled (the node was told)", ln.Node, ln.Tool)
@@ -215,7 +235,7 @@ func asCallLines(help string) string {
 // callCommand quotes a Commander line's JSON for a shell.
 func callCommand(line string) string {
 	if i := strings.IndexByte(line, '{'); i >= 0 {
-		return "nerve call " + line[:i] + shellQuote(line[i:])
+		return "nerve call " + line[:i] + callline.Quote(line[i:])
 	}
 	return "nerve call " + line
 }
@@ -237,80 +257,6 @@ func outputCut(res *mcp.CallToolResult) error {
 		return fmt.Errorf("%w (%.0f bytes in all): all of it is in %s", errOutputCut, total, f)
 	}
 	return fmt.Errorf("%w (%.0f bytes in all) and could not be kept whole; raise the node's output_cap", errOutputCut, total)
-}
-
-// callLine joins nerve call's words into a Commander line that the
-// Commander splits into the same words: each word is quoted for a shell
-// where it needs it (in single quotes; a quote inside is closed, escaped
-// and reopened), which both the Commander's
-// key=value reader and a bash node read back as the one word it was. The
-// first word, a lone ?, and JSON ({…} or […]) stay as they are; in
-// key=value only the value is quoted. A line with one word after the node
-// is left as it is.
-func callLine(words []string) string {
-	if len(words) <= 2 {
-		// One word after the node: the person quoted the whole rest for
-		// nerve (`nerve call @bash 'ls | wc -l'`, `nerve call @echo "a b"`):
-		// it is the text (or JSON) as it is.
-		return strings.TrimSpace(strings.Join(words, " "))
-	}
-	var b strings.Builder
-	for i, w := range words {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		switch {
-		case i == 0, w == "?", strings.HasPrefix(w, "{"), strings.HasPrefix(w, "["):
-			b.WriteString(w)
-		default:
-			if k, v, ok := strings.Cut(w, "="); ok && isKey(k) {
-				b.WriteString(k)
-				b.WriteByte('=')
-				if strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
-					b.WriteString(v)
-				} else {
-					b.WriteString(shellQuote(v))
-				}
-				continue
-			}
-			b.WriteString(shellQuote(w))
-		}
-	}
-	return strings.TrimSpace(b.String())
-}
-
-// isKey reports whether k can be the key of a key=value word.
-func isKey(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, c := range k {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-// shellQuote quotes w for a POSIX shell unless every byte of it is plain
-// (a trailing ? is left alone: `@fs read_file?` asks for help).
-func shellQuote(w string) string {
-	if w == "" {
-		return "''"
-	}
-	plain := true
-	for i := 0; i < len(w); i++ {
-		c := w[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80 || strings.IndexByte("_-./:@%+,=^", c) >= 0 || c == '?' && i == len(w)-1 {
-			continue
-		}
-		plain = false
-		break
-	}
-	if plain {
-		return w
-	}
-	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // argsFromStdin reads the call's arguments from stdin when the line ends
@@ -389,20 +335,12 @@ func isTerminal(r io.Reader) bool {
 // showCallLine reports what happens during a call on stderr: progress and
 // log messages. Streamed text is not repeated: the result holds it.
 func showCallLine(env *Env, nodeID string, l api.CallLine) {
-	switch l.Kind {
-	case node.EventProgress:
-		switch {
-		case l.Total > 0:
-			fmt.Fprintf(env.Stderr, "@%s: %.0f/%.0f %s\n", nodeID, l.Progress, l.Total, l.Message)
-		default:
-			fmt.Fprintf(env.Stderr, "@%s: %v %s\n", nodeID, l.Progress, l.Message)
-		}
-	case node.EventLog:
-		fmt.Fprintf(env.Stderr, "@%s %s: %s\n", nodeID, l.Level, strings.TrimSpace(string(l.Data)))
-	case node.EventStep:
-		if l.Step == "graph" {
-			fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, graphStepLine(l.Data))
-		}
+	if line, ok := callline.Event(nodeID, l.CallEvent); ok {
+		fmt.Fprint(env.Stderr, line)
+		return
+	}
+	if l.Kind == node.EventStep && l.Step == "graph" {
+		fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, graphStepLine(l.Data))
 	}
 }
 

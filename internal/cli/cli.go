@@ -54,6 +54,9 @@ type Env struct {
 	// empty, "repl" in the Commander.
 	Caller string
 
+	// handoff is a `nerve call` the front began (handoff.go).
+	handoff *callHandoff
+
 	// conn is shared by the copies apply makes, so a connection made for
 	// one command is closed once by Close.
 	conn *connState
@@ -151,6 +154,13 @@ func (e *Env) Close(ctx context.Context) error {
 func Run(ctx context.Context, args []string) int {
 	env := NewEnv()
 	defer env.Close(context.WithoutCancel(ctx))
+	if _, v := frontVars(); v != "" {
+		h, err := openHandoff(v, args)
+		if err != nil {
+			return ExitCode(env.Stderr, err)
+		}
+		env.handoff = h
+	}
 	return ExitCode(env.Stderr, runArgs(ctx, env, args))
 }
 

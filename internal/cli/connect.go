@@ -67,7 +67,8 @@ func (e *Env) newClient(socket string, dial func(context.Context) (net.Conn, err
 	}
 	if dial != nil {
 		opts.Dial = dial
-	} else {
+	}
+	if socket != "" {
 		// The daemon may have been started by someone else, earlier: the
 		// nodes this client adds or restarts see its environment.
 		opts.Environ = os.Environ
@@ -165,7 +166,11 @@ func (e *Env) callSession(ctx context.Context) (*client.Session, error) {
 	if e.conn == nil {
 		e.conn = &connState{}
 	}
-	c := e.newClient(p.Socket, nil, e.reviver(p, e.newClient(p.Socket, nil, nil)))
+	var dial func(context.Context) (net.Conn, error)
+	if e.handoff != nil {
+		dial = e.handoff.dial(p.Socket)
+	}
+	c := e.newClient(p.Socket, dial, e.reviver(p, e.newClient(p.Socket, nil, nil)))
 	e.conn.client = c
 	return c.Session(e.SessionName()), nil
 }
@@ -173,7 +178,7 @@ func (e *Env) callSession(ctx context.Context) (*client.Session, error) {
 // startDaemon starts the daemon (detached) and waits until it answers on
 // probe. Two commands may do it at once: the daemon's lock lets one run.
 func (e *Env) startDaemon(ctx context.Context, p paths.Paths, probe *client.Client) error {
-	exe, err := os.Executable()
+	exe, err := selfExe()
 	if err != nil {
 		return fmt.Errorf("finding this program to start the daemon: %w; start it yourself with `nerve daemon start --foreground`", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/callline"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/internal/nodes/graph"
 	"github.com/nerve-dev/nerve/pkg/api"
@@ -581,7 +582,7 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	// words (the REPL's `:graph step` gives the words of its line), so
 	// `message="a b"` and 'message=Review: ${steps.read.text}' hold one
 	// value each (issue 17, item 6).
-	line := callLine(inv.Args[2:])
+	line := callline.Join(inv.Args[2:])
 	nodeID := lineNode(line)
 	tools, err := mcpclient.Tools(ctx, s, nodeID)
 	if err != nil {

@@ -102,7 +102,7 @@ func runMCPConnect(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading %s's config: %w", client, err)
 	}
-	self, err := os.Executable()
+	self, err := selfExe()
 	if err != nil {
 		return fmt.Errorf("finding the nerve binary to put in the config: %w", err)
 	}

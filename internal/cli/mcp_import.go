@@ -16,6 +16,7 @@ import (
 	"sync"
 	"text/tabwriter"
 
+	"github.com/nerve-dev/nerve/internal/callline"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -289,7 +290,7 @@ const statusNerve = "nerve itself"
 // The docs tell people both to put `nerve mcp serve` in their clients'
 // configs and to import those configs.
 func markNerveItself(items []importItem, own string) {
-	self, _ := os.Executable()
+	self, _ := selfExe()
 	for i := range items {
 		srv, _, err := mcpconf.ServerFromSpec(items[i].spec)
 		if err != nil {
@@ -540,7 +541,7 @@ func noDefaultConfig(env *Env, inv *Invocation) error {
 		} else if cfg != nil {
 			what = fmt.Sprintf("%d server%s", len(cfg.Servers), plural(len(cfg.Servers)))
 		}
-		found = append(found, fmt.Sprintf("  nerve mcp import %s    (%s)", shellQuote(p), what))
+		found = append(found, fmt.Sprintf("  nerve mcp import %s    (%s)", callline.Quote(p), what))
 	}
 	if len(found) == 0 {
 		return usagef(inv, "there is no ./.mcp.json here, nor a config file of Claude Code, Claude Desktop, Cursor or VS Code in the usual places; name one: `nerve mcp import FILE`")
