@@ -2,8 +2,12 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
@@ -72,10 +76,40 @@ func (s *Session) catalogue(ctx context.Context, skip string) *node.Catalogue {
 // starts lazily); requests meanwhile wait for that start. A node whose
 // start fails stays in ERROR, as after Add. Replace does not run Check.
 func (s *Session) Replace(ctx context.Context, spec node.Spec) (node.Node, error) {
+	return s.ReplaceIf(ctx, spec, nil)
+}
+
+// SpecTag is the version tag of a saved spec, a strong HTTP entity tag
+// (with its quotes): the first 16 hex digits of the SHA-256 of the spec's
+// JSON. Two specs with the same saved JSON have the same tag.
+func SpecTag(spec node.Spec) string {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		// A spec is plain data; its Options and State were decoded from
+		// JSON. Tag the error, which never matches a tag read before.
+		data = []byte(err.Error())
+	}
+	sum := sha256.Sum256(data)
+	return `"` + hex.EncodeToString(sum[:8]) + `"`
+}
+
+// ReplaceIf is Replace when node spec.ID's spec still has one of the tags
+// in ifMatch (SpecTag; an HTTP If-Match list, compared strongly): the
+// check and the swap are one step under the session's lock, so of two
+// callers that read the same spec, the second gets ErrChanged and changes
+// nothing. An empty ifMatch checks nothing, as Replace.
+func (s *Session) ReplaceIf(ctx context.Context, spec node.Spec, ifMatch []string) (node.Node, error) {
 	if s.closed.Load() {
 		return nil, ErrClosed
 	}
 	old, err := s.entry(spec.ID)
+	if err != nil {
+		return nil, err
+	}
+	// A stale tag fails before the build; matchLocked decides.
+	s.mu.RLock()
+	err = s.matchLocked(spec.ID, old, ifMatch)
+	s.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}
@@ -91,9 +125,9 @@ func (s *Session) Replace(ctx context.Context, spec node.Spec) (node.Node, error
 	}
 	e.n = n
 	s.mu.Lock()
-	if s.nodes[id] != old {
+	if err := s.matchLocked(id, old, ifMatch); err != nil {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("node %q changed while it was replaced: %w; try again", id, ErrExists)
+		return nil, err
 	}
 	s.nodes[id] = e
 	s.mu.Unlock()
@@ -111,4 +145,20 @@ func (s *Session) Replace(ctx context.Context, spec node.Spec) (node.Node, error
 		errs = append(errs, fmt.Errorf("starting node %q: %w", id, err))
 	}
 	return n, errors.Join(errs...)
+}
+
+// matchLocked says whether node id may be replaced: its entry is still
+// old and, with ifMatch, its spec's tag is one of ifMatch. s.mu is held.
+func (s *Session) matchLocked(id string, old *entry, ifMatch []string) error {
+	cur := s.nodes[id]
+	if len(ifMatch) > 0 {
+		if cur != old || !slices.Contains(ifMatch, SpecTag(cur.spec)) {
+			return fmt.Errorf("node %q was %w; run the command again", id, ErrChanged)
+		}
+		return nil
+	}
+	if cur != old {
+		return fmt.Errorf("node %q changed while it was replaced: %w; try again", id, ErrExists)
+	}
+	return nil
 }

@@ -2,9 +2,13 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
@@ -104,5 +108,95 @@ func TestCheckSeesTheOthers(t *testing.T) {
 	}
 	if warn, err := s.Check(ctx, node.Spec{ID: "x", Kind: identity.Kind}); warn != nil || err != nil {
 		t.Errorf("a kind without a check: %q %v", warn, err)
+	}
+}
+
+// TestReplaceIf: a replace with the tag of the spec the caller read
+// succeeds; one with a stale tag (someone replaced the node, or the node
+// saved its state, since) fails with ErrChanged and changes nothing; of
+// callers that read the same spec at once, exactly one succeeds.
+func TestReplaceIf(t *testing.T) {
+	ctx := context.Background()
+	var saves atomic.Int32
+	fs := &fakes{}
+	s := newSession(t, fs, &session.Options{Save: func([]node.Spec) error { saves.Add(1); return nil }})
+	add(t, s, "a", "fake")
+	tagOf := func() string {
+		t.Helper()
+		spec, err := s.Spec("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return session.SpecTag(spec)
+	}
+	read := tagOf()
+	if !regexp.MustCompile(`^"[0-9a-f]{16}"$`).MatchString(read) {
+		t.Fatalf("SpecTag = %s, want a strong entity tag of 16 hex digits", read)
+	}
+
+	one, err := s.ReplaceIf(ctx, node.Spec{ID: "a", Kind: "fake", Cwd: "/one"}, []string{read})
+	if err != nil {
+		t.Fatalf("ReplaceIf with the current tag: %v", err)
+	}
+	if now := tagOf(); now == read || now != session.SpecTag(node.Spec{ID: "a", Kind: "fake", Cwd: "/one"}) {
+		t.Errorf("after the replace the tag is %s (was %s); want the new spec's", now, read)
+	}
+
+	before := saves.Load()
+	for _, stale := range [][]string{{read}, {"W/" + tagOf()}, {`"0000000000000000"`}} {
+		if _, err := s.ReplaceIf(ctx, node.Spec{ID: "a", Kind: "fake", Cwd: "/two"}, stale); !errors.Is(err, session.ErrChanged) ||
+			!strings.Contains(err.Error(), "run the command again") {
+			t.Errorf("ReplaceIf with %q: %v, want ErrChanged saying to run the command again", stale, err)
+		}
+	}
+	if spec, _ := s.Spec("a"); spec.Cwd != "/one" || saves.Load() != before {
+		t.Errorf("refused replaces changed the node: cwd %q, %d saves", spec.Cwd, saves.Load()-before)
+	}
+	if got, _ := s.Node("a"); got != one || one.State() != node.Ready {
+		t.Errorf("refused replaces changed the node: %v in %s", got, one.State())
+	}
+
+	// A list matches if one of its tags does.
+	if _, err := s.ReplaceIf(ctx, node.Spec{ID: "a", Kind: "fake", Cwd: "/three"}, []string{read, tagOf()}); err != nil {
+		t.Errorf("ReplaceIf with a list holding the current tag: %v", err)
+	}
+
+	// The node's own state is part of its saved spec: a tag read before
+	// it saved state is stale.
+	read = tagOf()
+	n, _ := s.Node("a")
+	if err := n.(*fakeNode).env.SaveState(json.RawMessage(`{"turn":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReplaceIf(ctx, node.Spec{ID: "a", Kind: "fake"}, []string{read}); !errors.Is(err, session.ErrChanged) {
+		t.Errorf("ReplaceIf with the tag read before the node saved its state: %v, want ErrChanged", err)
+	}
+
+	// Eight callers read the same spec and replace it at once: one wins,
+	// the others are told, and the spec is the winner's.
+	read = tagOf()
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.ReplaceIf(ctx, node.Spec{ID: "a", Kind: "fake", Cwd: fmt.Sprintf("/racer%d", i)}, []string{read})
+		}()
+	}
+	wg.Wait()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && winner < 0:
+			winner = i
+		case err == nil:
+			t.Errorf("racers %d and %d both replaced the spec they read", winner, i)
+		case !errors.Is(err, session.ErrChanged):
+			t.Errorf("racer %d: %v, want nil or ErrChanged", i, err)
+		}
+	}
+	if spec, _ := s.Spec("a"); winner < 0 || spec.Cwd != fmt.Sprintf("/racer%d", winner) {
+		t.Errorf("after the race the spec is %+v, winner %d", spec, winner)
 	}
 }

@@ -22,6 +22,10 @@ import (
 var (
 	ErrExists = errors.New("node already exists")
 	ErrClosed = errors.New("session is closed")
+	// ErrChanged: a node's spec is not the one the caller read (its
+	// SpecTag differs), so a change made from the old one would undo
+	// someone else's (ReplaceIf).
+	ErrChanged = errors.New("changed by someone else since it was read")
 )
 
 // Options configure a Session. Nil means defaults.
