@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
@@ -48,6 +50,8 @@ func apiError(err error) (int, api.Error) {
 		code, status = api.CodeExists, http.StatusConflict
 	case errors.Is(err, node.ErrNotReady):
 		code, status = api.CodeNotReady, http.StatusConflict
+	case errors.Is(err, session.ErrChanged):
+		code, status = api.CodeChanged, http.StatusPreconditionFailed
 	case errors.Is(err, session.ErrClosed):
 		code, status = api.CodeShuttingDown, http.StatusServiceUnavailable
 	case errors.As(err, &br):
@@ -275,9 +279,10 @@ func specError(err error) error {
 }
 
 // handleReplaceNode puts a new spec in the place of a node in one step
-// (session.Replace), checked first as an add is: a spec with mistakes
+// (session.ReplaceIf), checked first as an add is: a spec with mistakes
 // changes nothing, and the state file holds the old spec or the new one
-// at every moment.
+// at every moment. With If-Match, a node whose spec's tag (the ETag of
+// its GET) is not one of the header's changes nothing either: 412.
 func (d *Daemon) handleReplaceNode(w http.ResponseWriter, r *http.Request, s *session.Session) error {
 	var spec node.Spec
 	if err := readJSON(r, &spec); err != nil {
@@ -295,9 +300,13 @@ func (d *Daemon) handleReplaceNode(w http.ResponseWriter, r *http.Request, s *se
 	if err != nil {
 		return specError(err)
 	}
-	n, err := s.Replace(session.WithClientEnv(r.Context(), requestEnv(r)), spec)
+	n, err := s.ReplaceIf(session.WithClientEnv(r.Context(), requestEnv(r)), spec, ifMatch(r))
 	if n == nil {
 		return specError(err)
+	}
+	// The new spec holds the place even if its node did not start.
+	if terr := setETag(w, s, id); terr != nil {
+		return terr
 	}
 	if err != nil {
 		return nodeFailed(fmt.Errorf("node %q was replaced but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s`", id, err, id, id), api.CodeStartFailed, s, id)
@@ -307,6 +316,34 @@ func (d *Daemon) handleReplaceNode(w http.ResponseWriter, r *http.Request, s *se
 		return err
 	}
 	writeJSON(w, http.StatusOK, api.NodeResponse{Info: info, Warnings: warnings})
+	return nil
+}
+
+// ifMatch returns the entity tags of r's If-Match headers (RFC 9110
+// §13.1.1), or nil for none or "*": the node exists, which a replace
+// needs anyway. Weak tags stay as they are, and match nothing.
+func ifMatch(r *http.Request) []string {
+	var tags []string
+	for _, h := range r.Header.Values(api.HeaderIfMatch) {
+		for _, t := range strings.Split(h, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				tags = append(tags, t)
+			}
+		}
+	}
+	if slices.Contains(tags, "*") {
+		return nil
+	}
+	return tags
+}
+
+// setETag sets the ETag header to the tag of node id's spec.
+func setETag(w http.ResponseWriter, s *session.Session, id string) error {
+	spec, err := s.Spec(id)
+	if err != nil {
+		return err
+	}
+	w.Header().Set(api.HeaderETag, session.SpecTag(spec))
 	return nil
 }
 
@@ -320,6 +357,7 @@ func (d *Daemon) handleNode(w http.ResponseWriter, r *http.Request, s *session.S
 	if err != nil {
 		return err
 	}
+	w.Header().Set(api.HeaderETag, session.SpecTag(spec))
 	writeJSON(w, http.StatusOK, api.NodeDetail{Info: info, Spec: spec})
 	return nil
 }

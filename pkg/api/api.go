@@ -36,6 +36,15 @@ const HeaderClientEnv = "Nerve-Client-Env"
 // logged as caller "api:NAME"). Without it the caller is "api".
 const HeaderCaller = "Nerve-Caller"
 
+// HeaderETag, on the answer to a GET or PUT of one node, is its spec's
+// version tag: a strong entity tag of the spec's saved JSON. Sent back
+// as HeaderIfMatch on a PUT, it makes the replace happen only if nobody
+// changed the node meanwhile (else 412, CodeChanged).
+const (
+	HeaderETag    = "ETag"
+	HeaderIfMatch = "If-Match"
+)
+
 // Error codes: the machine-readable half of an Error. A client maps them
 // (with the HTTP status) to typed errors.
 const (
@@ -48,6 +57,7 @@ const (
 	CodeNotFound        = "not_found"         // 404: no such route
 	CodeExists          = "exists"            // 409: a node with that id exists
 	CodeNotReady        = "not_ready"         // 409: the node cannot take calls now
+	CodeChanged         = "changed"           // 412: If-Match names a spec the node no longer has
 	CodeStartFailed     = "start_failed"      // 502: the node was added but did not start
 	CodeCallFailed      = "call_failed"       // 502: the call could not be made
 	CodeShuttingDown    = "shutting_down"     // 503
