@@ -104,6 +104,11 @@ func (c *Client) Close() error {
 // send makes a request and returns the response when its status is 2xx;
 // any other answer becomes an *Error.
 func (c *Client) send(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	return c.sendWith(ctx, method, path, nil, body)
+}
+
+// sendWith is send with headers of the request's own (If-Match).
+func (c *Client) sendWith(ctx context.Context, method, path string, hdr http.Header, body any) (*http.Response, error) {
 	var data []byte
 	if body != nil {
 		var err error
@@ -111,12 +116,12 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (*http
 			return nil, fmt.Errorf("encoding the request: %w", err)
 		}
 	}
-	resp, err := c.sendOnce(ctx, method, path, body != nil, data)
+	resp, err := c.sendOnce(ctx, method, path, hdr, body != nil, data)
 	if err != nil && c.opts.Revive != nil && unsent(method, err) && ctx.Err() == nil && revives(ctx) {
 		if rerr := c.opts.Revive(ctx); rerr != nil {
 			return nil, rerr
 		}
-		resp, err = c.sendOnce(ctx, method, path, body != nil, data)
+		resp, err = c.sendOnce(ctx, method, path, hdr, body != nil, data)
 	}
 	return resp, err
 }
@@ -149,7 +154,7 @@ func unsent(method string, err error) bool {
 	return method == http.MethodGet && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET))
 }
 
-func (c *Client) sendOnce(ctx context.Context, method, path string, hasBody bool, data []byte) (*http.Response, error) {
+func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Header, hasBody bool, data []byte) (*http.Response, error) {
 	var rd io.Reader
 	if hasBody {
 		rd = bytes.NewReader(data)
@@ -157,6 +162,9 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hasBody bool
 	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return nil, err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	if hasBody {
 		req.Header.Set("Content-Type", "application/json")
@@ -209,19 +217,26 @@ func (c *Client) checkVersion(resp *http.Response) {
 
 // do makes a request and decodes a JSON answer into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
-	resp, err := c.send(ctx, method, path, body)
+	_, err := c.doWith(ctx, method, path, nil, body, out)
+	return err
+}
+
+// doWith is do with headers of the request's own; it returns the
+// answer's headers.
+func (c *Client) doWith(ctx context.Context, method, path string, hdr http.Header, body, out any) (http.Header, error) {
+	resp, err := c.sendWith(ctx, method, path, hdr, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("%w: decoding %s %s: %v", ErrProtocol, method, path, err)
+		return nil, fmt.Errorf("%w: decoding %s %s: %v", ErrProtocol, method, path, err)
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // Version returns the daemon's version and state; it is the cheapest way
@@ -283,9 +298,20 @@ func (s *Session) Nodes(ctx context.Context) ([]api.Info, error) {
 
 // Node returns a node's Info and spec.
 func (s *Session) Node(ctx context.Context, id string) (api.NodeDetail, error) {
-	var d api.NodeDetail
-	err := s.c.do(ctx, http.MethodGet, s.nodePath(id), nil, &d)
+	d, _, err := s.NodeTag(ctx, id)
 	return d, err
+}
+
+// NodeTag is Node with the version tag of the spec it returns (its
+// ETag): given to ReplaceIf, it makes the replace happen only if nobody
+// changed the node since.
+func (s *Session) NodeTag(ctx context.Context, id string) (api.NodeDetail, string, error) {
+	var d api.NodeDetail
+	h, err := s.c.doWith(ctx, http.MethodGet, s.nodePath(id), nil, nil, &d)
+	if err != nil {
+		return d, "", err
+	}
+	return d, h.Get(api.HeaderETag), nil
 }
 
 // Add adds a node built from spec and starts it, making the session if it
@@ -312,9 +338,26 @@ func (s *Session) AddNode(ctx context.Context, spec api.Spec) (api.NodeResponse,
 // spec or the new one. A new node that did not start is in ERROR: the
 // error matches ErrStartFailed.
 func (s *Session) Replace(ctx context.Context, spec api.Spec) (api.NodeResponse, error) {
-	var r api.NodeResponse
-	err := s.c.do(ctx, http.MethodPut, s.nodePath(spec.ID), spec, &r)
+	r, _, err := s.ReplaceIf(ctx, spec, "")
 	return r, err
+}
+
+// ReplaceIf is Replace when node spec.ID's spec is still the one NodeTag
+// answered tag for (If-Match): if someone changed it since, nothing
+// changes and the error matches ErrChanged — read the node again and
+// make the change anew. An empty tag checks nothing, as Replace. It
+// returns the new spec's tag.
+func (s *Session) ReplaceIf(ctx context.Context, spec api.Spec, tag string) (api.NodeResponse, string, error) {
+	var r api.NodeResponse
+	var hdr http.Header
+	if tag != "" {
+		hdr = http.Header{api.HeaderIfMatch: {tag}}
+	}
+	h, err := s.c.doWith(ctx, http.MethodPut, s.nodePath(spec.ID), hdr, spec, &r)
+	if err != nil {
+		return r, "", err
+	}
+	return r, h.Get(api.HeaderETag), nil
 }
 
 // RunRecord returns the whole record of run runID of graph nodeID, as

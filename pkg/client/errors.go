@@ -29,6 +29,9 @@ var (
 	ErrInternal          = errors.New("internal daemon error")
 	ErrProtocol          = errors.New("unexpected answer from the daemon")
 	ErrUnsupported       = errors.New("not supported by this kind of node")
+	// ErrChanged: a ReplaceIf found the node changed since its tag was
+	// read (HTTP 412).
+	ErrChanged = errors.New("node was changed since it was read")
 )
 
 // Error is an error answered by the daemon.
@@ -79,6 +82,7 @@ var kinds = map[string]error{
 	api.CodeShuttingDown:    ErrShuttingDown,
 	api.CodeInternal:        ErrInternal,
 	api.CodeUnsupported:     ErrUnsupported,
+	api.CodeChanged:         ErrChanged,
 }
 
 // byStatus is the fallback for an answer without a known code.
@@ -92,6 +96,8 @@ func byStatus(status int) error {
 		return ErrProtocol
 	case http.StatusConflict:
 		return ErrExists
+	case http.StatusPreconditionFailed:
+		return ErrChanged
 	case http.StatusBadGateway:
 		return ErrCallFailed
 	case http.StatusServiceUnavailable:

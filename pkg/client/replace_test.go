@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -34,6 +35,40 @@ func TestReplace(t *testing.T) {
 		}
 		if _, err := s.RunRecord(ctx, "n", "n.1"); !errors.Is(err, client.ErrUnsupported) {
 			t.Errorf("RunRecord of a node that is not a graph: %v, want ErrUnsupported", err)
+		}
+	})
+}
+
+// TestReplaceIf: NodeTag answers the spec's tag; ReplaceIf with it
+// replaces the node and answers the new tag; with a tag read before
+// someone else's replace it fails with ErrChanged (HTTP 412) and changes
+// nothing.
+func TestReplaceIf(t *testing.T) {
+	forModes(t, func(t *testing.T, newClient func() *client.Client, _ *slowKind) {
+		ctx := ctxT(t)
+		s := newClient().Session("default")
+		if _, err := s.Add(ctx, node.Spec{ID: "n", Kind: "identity"}); err != nil {
+			t.Fatal(err)
+		}
+		_, read, err := s.NodeTag(ctx, "n")
+		if err != nil || read == "" {
+			t.Fatalf("NodeTag = %q, %v; want a tag", read, err)
+		}
+		_, put, err := s.ReplaceIf(ctx, node.Spec{ID: "n", Kind: "identity", Cwd: "/mine"}, read)
+		if err != nil {
+			t.Fatalf("ReplaceIf with the tag just read: %v", err)
+		}
+		d, now, err := s.NodeTag(ctx, "n")
+		if err != nil || put != now || now == read || d.Spec.Cwd != "/mine" {
+			t.Fatalf("after ReplaceIf: %+v, tag %q (ReplaceIf answered %q, before %q), %v", d.Spec, now, put, read, err)
+		}
+		_, _, err = s.ReplaceIf(ctx, node.Spec{ID: "n", Kind: "identity", Cwd: "/theirs"}, read)
+		var ce *client.Error
+		if !errors.Is(err, client.ErrChanged) || !errors.As(err, &ce) || ce.Status != http.StatusPreconditionFailed {
+			t.Errorf("ReplaceIf with a stale tag: %v, want ErrChanged (412)", err)
+		}
+		if d, err := s.Node(ctx, "n"); err != nil || d.Spec.Cwd != "/mine" {
+			t.Errorf("a refused ReplaceIf changed the node: %+v, %v", d.Spec, err)
 		}
 	})
 }
