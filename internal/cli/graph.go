@@ -125,14 +125,19 @@ func graphMistakes(name, file string, err error) error {
 	return &graphFileError{msg: head + strings.Join(lines, "\n  ")}
 }
 
-// putGraph adds graph name, or replaces it in one step (replace), and
-// prints the warnings of the daemon's check on stderr.
-func putGraph(ctx context.Context, env *Env, s *client.Session, name, file, src string, replace bool) (node.Info, error) {
-	put := s.AddNode
+// putGraph adds graph name, or replaces it in one step (replace) if its
+// spec still has tag (graphSourceTag; "" checks nothing), and prints the
+// warnings of the daemon's check on stderr. A graph someone changed
+// since tag was read is left as it is: the error matches
+// client.ErrChanged.
+func putGraph(ctx context.Context, env *Env, s *client.Session, name, file, src string, replace bool, tag string) (node.Info, error) {
+	var resp api.NodeResponse
+	var err error
 	if replace {
-		put = s.Replace
+		resp, _, err = s.ReplaceIf(ctx, graphSpec(name, src), tag)
+	} else {
+		resp, err = s.AddNode(ctx, graphSpec(name, src))
 	}
-	resp, err := put(ctx, graphSpec(name, src))
 	if err != nil {
 		return node.Info{}, graphMistakes(name, file, err)
 	}
@@ -143,18 +148,25 @@ func putGraph(ctx context.Context, env *Env, s *client.Session, name, file, src 
 }
 
 func graphSource(ctx context.Context, s *client.Session, id string) (string, error) {
-	d, err := s.Node(ctx, id)
+	src, _, err := graphSourceTag(ctx, s, id)
+	return src, err
+}
+
+// graphSourceTag is graphSource with the tag of the spec it was read
+// from, for putGraph.
+func graphSourceTag(ctx context.Context, s *client.Session, id string) (src, tag string, err error) {
+	d, tag, err := s.NodeTag(ctx, id)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if d.Spec.Kind != graph.Kind {
-		return "", fmt.Errorf("node %q is a %s node, not a graph (list graphs with `nerve graph ls`)", id, d.Spec.Kind)
+		return "", "", fmt.Errorf("node %q is a %s node, not a graph (list graphs with `nerve graph ls`)", id, d.Spec.Kind)
 	}
 	var o graph.Options
 	if err := json.Unmarshal(d.Spec.Options, &o); err != nil {
-		return "", fmt.Errorf("graph %q: %w", id, err)
+		return "", "", fmt.Errorf("graph %q: %w", id, err)
 	}
-	return o.Source, nil
+	return o.Source, tag, nil
 }
 
 func graphSpec(name, src string) node.Spec {
@@ -186,7 +198,7 @@ func runGraphAdd(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	info, err := putGraph(ctx, env, s, name, file, src, false)
+	info, err := putGraph(ctx, env, s, name, file, src, false, "")
 	if err != nil {
 		return err
 	}
@@ -206,7 +218,8 @@ func runGraphEdit(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	if _, err := graphSource(ctx, s, name); err != nil {
+	_, tag, err := graphSourceTag(ctx, s, name)
+	if err != nil {
 		return err // no such graph, or not a graph
 	}
 	file := inv.Flag("from")
@@ -215,8 +228,12 @@ func runGraphEdit(ctx context.Context, env *Env, inv *Invocation) error {
 		return err
 	}
 	// One request: the daemon checks the definition and replaces the old
-	// one in one step, or changes nothing.
-	info, err := putGraph(ctx, env, s, name, file, src, true)
+	// one in one step, or changes nothing — as when someone else changed
+	// the graph since it was read above.
+	info, err := putGraph(ctx, env, s, name, file, src, true, tag)
+	if errors.Is(err, client.ErrChanged) {
+		return fmt.Errorf("%w (running it again puts your definition in place of their change: compare it with `nerve graph export %s` first)", err, name)
+	}
 	if err != nil {
 		return err
 	}
@@ -566,6 +583,12 @@ func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool str
 	return printCallResult(env, res)
 }
 
+// graphStepRetries is how many times `graph step` reads a graph again
+// and adds its step anew after someone else changed it, before it gives
+// up. Each lost try is another command's won one, so up to
+// graphStepRetries+1 commands at once on one graph all succeed.
+const graphStepRetries = 5
+
 func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) < 4 || !strings.HasPrefix(inv.Args[2], "@") {
 		return usagef(inv, "`nerve graph step` needs GRAPH STEP @NODE TOOL [ARGS...], e.g. `nerve graph step review read @fs read_text_file 'path=${inputs.file}'`")
@@ -595,18 +618,31 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if ln.Kind != commander.Call {
 		return usagef(inv, "give the step's call as @NODE TOOL ARGS (as you would call it), not %q", line)
 	}
-	old, err := graphSource(ctx, s, name)
-	exists := err == nil
-	if err != nil && !errors.Is(err, client.ErrNodeNotFound) {
-		return err
-	}
-	src, err := graph.AddStep(old, id, ln.Node+"."+ln.Tool, ln.Args)
-	if err != nil {
-		return usagef(inv, "%v", err)
-	}
-	info, err := putGraph(ctx, env, s, name, "", src, exists)
-	if err != nil {
-		return err
+	// Read, add the step, replace if the graph is still the one read: a
+	// graph someone changed meanwhile (another `graph step`) is read
+	// again and gets the step added to their version, so no step is lost.
+	var info node.Info
+	for try := 0; ; try++ {
+		old, tag, err := graphSourceTag(ctx, s, name)
+		exists := err == nil
+		if err != nil && !errors.Is(err, client.ErrNodeNotFound) {
+			return err
+		}
+		src, err := graph.AddStep(old, id, ln.Node+"."+ln.Tool, ln.Args)
+		if err != nil {
+			return usagef(inv, "%v", err)
+		}
+		info, err = putGraph(ctx, env, s, name, "", src, exists, tag)
+		if err == nil {
+			break
+		}
+		// Changed since read, or made since found missing.
+		if !errors.Is(err, client.ErrChanged) && (exists || !errors.Is(err, client.ErrExists)) {
+			return err
+		}
+		if try == graphStepRetries {
+			return fmt.Errorf("step %s was not added: graph %s changed each of the %d times it was read, as others changed it meanwhile: %w", id, name, try+1, err)
+		}
 	}
 	if env.JSON {
 		return printJSON(env, info)
