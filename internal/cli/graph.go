@@ -45,6 +45,7 @@ Examples:
 ${inputs.K} and ${steps.ID.text} references, and inputs referred to are
 declared as strings. Policies (retry, when, foreach, ...) are added with
 ` + "`nerve graph export`" + `, an editor and ` + "`nerve graph edit`" + `.
+Several steps may be added at once (scripts, terminals): none is lost.
 
 Examples:
   nerve graph step review read @fs read_text_file 'path=${inputs.file}'
