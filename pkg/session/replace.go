@@ -85,8 +85,8 @@ func (s *Session) Replace(ctx context.Context, spec node.Spec) (node.Node, error
 func SpecTag(spec node.Spec) string {
 	data, err := json.Marshal(spec)
 	if err != nil {
-		// A spec is plain data; its Options and State were decoded from
-		// JSON. Tag the error, which never matches a tag read before.
+		// Only Options or State that are not JSON fail, and a spec's
+		// were decoded from JSON: tag the error rather than panic.
 		data = []byte(err.Error())
 	}
 	sum := sha256.Sum256(data)
