@@ -588,7 +588,7 @@ func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool str
 // and adds its step anew after someone else changed it, before it gives
 // up. Each lost try is another command's won one, so up to
 // graphStepRetries+1 commands at once on one graph all succeed.
-const graphStepRetries = 5
+const graphStepRetries = 30
 
 func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) < 4 || !strings.HasPrefix(inv.Args[2], "@") {
