@@ -127,7 +127,10 @@ func findCore(self string) (string, error) {
 		}
 	}
 	if root, ok := checkout(); ok {
-		return buildCore(root)
+		core, err := buildCore(root)
+		if !errors.Is(err, errModuleCache) {
+			return core, err
+		}
 	}
 	version := "latest"
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
@@ -137,13 +140,11 @@ func findCore(self string) (string, error) {
 }
 
 // checkout returns the root of the source checkout this front was built
-// from, when it was built from one (a `go run` or `go build` in a clone;
-// not a `go install module@version`, not -trimpath) and it is still there.
+// from, when it was built from one (`go run` or `go build` in a clone;
+// not -trimpath) and the checkout is still there: the folder of its
+// go.mod, which names nerve's module. buildCore refuses a root in the
+// module cache (a `go install module@version`).
 func checkout() (string, bool) {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok || bi.Main.Path != module || (bi.Main.Version != "" && bi.Main.Version != "(devel)") {
-		return "", false
-	}
 	_, file, _, ok := runtime.Caller(0)
 	if !ok || !filepath.IsAbs(file) {
 		return "", false
@@ -153,8 +154,15 @@ func checkout() (string, bool) {
 	if err != nil || !strings.HasPrefix(string(mod), "module "+module+"\n") {
 		return "", false
 	}
+	if _, err := os.Stat(filepath.Join(root, "cmd", "nerve-core")); err != nil {
+		return "", false
+	}
 	return root, true
 }
+
+// errModuleCache: the front was built from the module cache, not a
+// checkout; nerve-core is installed the way the front was.
+var errModuleCache = errors.New("built from the module cache")
 
 // buildCore builds nerve-core from the checkout at root into the user's
 // cache and returns its path. The go command rebuilds only what changed
@@ -164,6 +172,11 @@ func buildCore(root string) (string, error) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("nerve-core is not beside this nerve, and building it from %s needs the go command: %w", root, err)
+	}
+	if modcache, err := exec.Command(goCmd, "env", "GOMODCACHE").Output(); err == nil {
+		if dir := strings.TrimSpace(string(modcache)); dir != "" && strings.HasPrefix(root, dir+string(filepath.Separator)) {
+			return "", errModuleCache
+		}
 	}
 	cache, err := os.UserCacheDir()
 	if err != nil {
