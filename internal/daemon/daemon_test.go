@@ -202,16 +202,23 @@ func serveSocket(t *testing.T, d *Daemon) string {
 	return sock
 }
 
+// socketClient is an HTTP client whose every request goes to the
+// daemon's socket sock; its idle connections close when the test ends.
+func socketClient(t *testing.T, sock string) *http.Client {
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	t.Cleanup(hc.CloseIdleConnections)
+	return hc
+}
+
 func TestGuard(t *testing.T) {
 	d, err := New(&Options{Version: "v9"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sock := serveSocket(t, d)
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	defer hc.CloseIdleConnections()
+	hc := socketClient(t, sock)
 	tests := []struct {
 		name   string
 		origin string

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -24,10 +23,7 @@ func TestReplaceIfMatch(t *testing.T) {
 	}
 	t.Cleanup(func() { d.Close(context.Background()) })
 	sock := serveSocket(t, d)
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	defer hc.CloseIdleConnections()
+	hc := socketClient(t, sock)
 	const nodeURL = "http://nerve/v1/sessions/work/nodes/a"
 	send := func(method, url, ifMatch string, body any, out any) *http.Response {
 		t.Helper()

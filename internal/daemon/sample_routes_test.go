@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -111,10 +110,7 @@ func TestSampleRouteRefusesANodeThatCannotSample(t *testing.T) {
 	}
 	t.Cleanup(func() { d.Close(context.Background()) })
 	sock := serveSocket(t, d)
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-	}}}
-	defer hc.CloseIdleConnections()
+	hc := socketClient(t, sock)
 	post := func(path, body string) (int, api.ErrorBody) {
 		resp, err := hc.Post("http://nerve"+path, "application/json", strings.NewReader(body))
 		if err != nil {
