@@ -4,16 +4,22 @@ package main_test
 
 import (
 	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // TestFrontCallsAsTheCoreDoes runs each line with `nerve call` (the front)
@@ -212,5 +218,62 @@ func TestFrontLinksLittle(t *testing.T) {
 				t.Errorf("the front links %s", dep)
 			}
 		}
+	}
+}
+
+// TestFrontOlderDaemon: a daemon from before call lines (it refuses the
+// "line" field) is still answered through the front: the front hands its
+// 400 to the core, which asks for the tools, parses the line and calls, as
+// nerve did then, without sending the refused request again.
+func TestFrontOlderDaemon(t *testing.T) {
+	h := newHome(t)
+	if err := os.MkdirAll(filepath.Dir(h.p.Socket), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", h.p.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var seen []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path+" "+string(body))
+		mu.Unlock()
+		w.Header().Set(api.HeaderVersion, "v0.9.0")
+		switch {
+		case r.Method == "GET" && r.URL.Path == "/v1/version":
+			json.NewEncoder(w).Encode(api.VersionInfo{Version: "v0.9.0", APIVersion: api.Version, PID: os.Getpid()})
+		case r.Method == "POST" && r.URL.Path == "/v1/sessions/default/nodes/id/call" && strings.Contains(string(body), `"line"`):
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"error":{"code":"bad_request","message":"decoding the request: json: unknown field \"line\""}}`)
+		case r.Method == "POST" && r.URL.Path == "/v1/sessions/default/nodes/id/call":
+			io.WriteString(w, `{"kind":"result","result":{"content":[{"type":"text","text":"hi from before"}]}}`+"\n")
+		case r.Method == "GET" && r.URL.Path == "/v1/sessions/default/nodes/id/tools":
+			io.WriteString(w, `[{"name":"identity","inputSchema":{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}}]`)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+
+	out, errs, code := h.run("call", "@id", "identity", "text=hi")
+	if code != 0 || out != "hi from before\n" {
+		t.Errorf("nerve call against an older daemon: exit %d, stdout %q, stderr %q; want 0 and the old daemon's answer", code, out, errs)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	lines := 0
+	for _, s := range seen {
+		if strings.Contains(s, `"line"`) {
+			lines++
+		}
+	}
+	if lines != 1 || len(seen) != 3 {
+		t.Errorf("requests with a line: %d; want 1 (the front's, never sent again) of 3 (line, tools, call):\n%s", lines, strings.Join(seen, "\n"))
 	}
 }
