@@ -42,6 +42,9 @@ type ArgSchema struct {
 	// rest of the schema says.
 	basic      *jsonschema.Schema
 	unresolved error
+	// flat is the schema again when it has the common flat shape: the
+	// arguments it accepts need not go to the library.
+	flat *flatSchema
 }
 
 // NewArgSchema reads and resolves tool's input schema. The schema may be a
@@ -92,6 +95,7 @@ func NewArgSchema(tool *mcp.Tool) *ArgSchema {
 		return a
 	}
 	a.schema, a.resolved = s, rs
+	a.flat = flatOf(raw)
 	return a
 }
 
@@ -133,6 +137,9 @@ func (a *ArgSchema) Validate(args json.RawMessage) error {
 		p := problems{shallow: true}
 		p.checkObject(a.basic, obj, nil)
 		return p.err()
+	}
+	if a.flat != nil && a.flat.accepts(obj) {
+		return nil
 	}
 	err := a.resolved.Validate(v)
 	if err == nil {

@@ -290,3 +290,57 @@ func TestArgSchemaConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestFlatSchemas: the schemas of the common flat shape are checked
+// without the library, and what that accepts the library accepts; a
+// schema that says more is never taken for flat.
+func TestFlatSchemas(t *testing.T) {
+	flat := []string{
+		`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`,
+		`{"type":"object","properties":{"n":{"type":"integer","description":"how many"},"x":{"type":["number","null"]},"any":{}},"additionalProperties":false}`,
+		`{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"mode":{"type":"string","enum":["a","b"],"default":"a"},"on":{"type":"boolean"}},"required":["mode","missing"]}`,
+		`{"properties":{"o":{"type":"object"},"l":{"type":"array","title":"L"},"f":{"type":"string","format":"uri"}}}`,
+		`{}`,
+	}
+	notFlat := []string{
+		`{"type":"object","properties":{"s":{"type":"string","minLength":2}}}`,
+		`{"type":"object","properties":{"s":{"type":"string","pattern":"^a"}}}`,
+		`{"type":"object","properties":{"n":{"enum":[1,2]}}}`,
+		`{"type":"object","properties":{"x":true}}`,
+		`{"type":"object","additionalProperties":{"type":"string"}}`,
+		`{"type":"object","properties":{"x":{"$ref":"#/$defs/X"}},"$defs":{"X":{"type":"string"}}}`,
+		`{"type":"object","properties":{"x":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}`,
+		`{"type":"object","properties":{"a":{"type":"array","items":{"type":"string"}}}}`,
+		`{"type":"object","minProperties":1}`,
+		`{"type":["object","null"]}`,
+	}
+	args := []string{
+		`{}`, `{"text":"hi"}`, `{"text":1}`, `{"text":null}`, `{"n":1}`, `{"n":1.5}`, `{"n":1e300}`, `{"n":"1"}`,
+		`{"x":null}`, `{"x":2.5}`, `{"x":"2"}`, `{"any":[1,{"a":null}]}`, `{"other":1}`, `{"mode":"a","missing":1}`,
+		`{"mode":"c","missing":1}`, `{"mode":1,"missing":1}`, `{"mode":"b","missing":0,"on":"yes"}`, `{"o":{},"l":[],"f":"not a uri"}`,
+		`{"o":[],"l":{}}`, `{"s":"a"}`, `{"s":"ab"}`, `{"a":[1]}`, `{"a":["x"]}`, `{"text":"hi","text":2}`,
+	}
+	for i, sc := range append(flat, notFlat...) {
+		tool := clientTool(t, sc)
+		a := NewArgSchema(tool)
+		if a.Unresolved() != nil {
+			t.Fatalf("%s: %v", sc, a.Unresolved())
+		}
+		if want := i < len(flat); (a.flat != nil) != want {
+			t.Errorf("schema %s: flat=%v, want %v", sc, a.flat != nil, want)
+		}
+		for _, arg := range args {
+			var v any
+			if err := json.Unmarshal([]byte(arg), &v); err != nil {
+				t.Fatal(err)
+			}
+			truth := a.resolved.Validate(v) == nil
+			if a.flat != nil && a.flat.accepts(v.(map[string]any)) && !truth {
+				t.Errorf("schema %s: the flat check accepts %s, the library does not", sc, arg)
+			}
+			if got := a.Validate(json.RawMessage(arg)) == nil; got != truth {
+				t.Errorf("schema %s\nValidate(%s) valid=%v, library valid=%v", sc, arg, got, truth)
+			}
+		}
+	}
+}
