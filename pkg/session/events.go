@@ -91,10 +91,16 @@ func (h *hub) closeAll() {
 	h.mu.Unlock()
 }
 
+// publish sends ev to every subscriber whose filter takes it. With none
+// it costs nothing: ev escapes to the heap only in deliver.
 func (h *hub) publish(ev Event) {
 	if !h.active() {
 		return
 	}
+	h.deliver(ev)
+}
+
+func (h *hub) deliver(ev Event) {
 	ev.Seq = h.seq.Add(1)
 	if ev.Time.IsZero() {
 		ev.Time = time.Now()
