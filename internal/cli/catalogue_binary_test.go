@@ -40,16 +40,6 @@ func servers(daemonPID int) (pids []int, rssKB int) {
 	return pids, rssKB
 }
 
-func daemonPID(t *testing.T, n *realNerve) int {
-	t.Helper()
-	m := regexp.MustCompile(`pid (\d+)`).FindStringSubmatch(n.Must("daemon", "status"))
-	if m == nil {
-		t.Fatal("daemon status shows no pid")
-	}
-	pid, _ := strconv.Atoi(m[1])
-	return pid
-}
-
 // TestBinaryCatalogueLazyStart: 20 server-everything nodes; after a daemon
 // SIGKILL the restarted daemon answers `nerve tools` and `tools/list` from
 // the nodes' catalogues before any server runs; the first call to a node

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -84,4 +86,14 @@ func (n *realNerve) Must(args ...string) string {
 		n.t.Fatalf("nerve %s: exit %d\nstdout: %s\nstderr: %s", strings.Join(args, " "), code, out, errs)
 	}
 	return out
+}
+
+func daemonPID(t *testing.T, n *realNerve) int {
+	t.Helper()
+	m := regexp.MustCompile(`pid (\d+)`).FindStringSubmatch(n.Must("daemon", "status"))
+	if m == nil {
+		t.Fatal("daemon status shows no pid")
+	}
+	pid, _ := strconv.Atoi(m[1])
+	return pid
 }

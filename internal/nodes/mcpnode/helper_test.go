@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/node"
+	"github.com/nerve-dev/nerve/pkg/session"
 )
 
 // helperEnv makes the test binary act as a small stdio MCP server (see
@@ -229,4 +231,108 @@ func text(t testing.TB, res *mcp.CallToolResult) string {
 		t.Fatalf("first content is %T, want text", res.Content[0])
 	}
 	return tc.Text
+}
+
+// badmcp returns the argv of fixtures/badmcp with flags.
+func badmcp(t testing.TB, flags ...string) []string {
+	t.Helper()
+	return append([]string{testutil.BuildBinary(t, "./fixtures/badmcp")}, flags...)
+}
+
+// faultConfig is the config of a node under fault: short waits, so a test
+// that escalates to SIGKILL or times out initialize stays fast.
+func faultConfig() config {
+	cfg := defaultConfig()
+	cfg.startTimeout = 10 * time.Second
+	cfg.stopGrace = 20 * time.Millisecond
+	cfg.termGrace = 200 * time.Millisecond
+	return cfg
+}
+
+// faultSession is a session whose mcp nodes are built with cfg, except the
+// node "good", which gets the defaults.
+func faultSession(t *testing.T, cfg config) *session.Session {
+	t.Helper()
+	reg := &session.Registry{}
+	reg.Register(Kind, func(spec node.Spec, env node.Env) (node.Node, error) {
+		if spec.ID == "good" {
+			return newNode(spec, env, defaultConfig())
+		}
+		return newNode(spec, env, cfg)
+	})
+	s := session.New("faults", reg, nil)
+	t.Cleanup(func() { s.Close(context.Background()) })
+	return s
+}
+
+// serverPid is the pid (and process group) of the node's current or last
+// server.
+func serverPid(n node.Node) int {
+	m := n.(*Node)
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return m.pid
+}
+
+// childPid reads the pid badmcp --spawn-child printed on its stderr.
+func childPid(n node.Node) int {
+	for _, l := range n.(*Node).StderrTail() {
+		if s, ok := strings.CutPrefix(l, "child pid "); ok {
+			pid, _ := strconv.Atoi(s)
+			return pid
+		}
+	}
+	return 0
+}
+
+func echo(ctx context.Context, s *session.Session, id, text string) (string, error) {
+	args, _ := json.Marshal(map[string]string{"text": text})
+	res, err := s.Call(ctx, id, &node.CallRequest{Tool: "echo", Arguments: args})
+	if err != nil {
+		return "", err
+	}
+	if len(res.Content) == 0 {
+		return "", fmt.Errorf("empty result %+v", res)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return "", fmt.Errorf("content is %T, want text", res.Content[0])
+	}
+	return tc.Text, nil
+}
+
+func wantAll(t *testing.T, what, got string, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s does not say %q:\n%s", what, w, got)
+		}
+	}
+}
+
+// daemonHelperEnv names badmcp for the "daemon" helper mode.
+const daemonHelperEnv = "NERVE_MCPNODE_BADMCP"
+
+// runDaemonHelper acts as a daemon: it starts an mcp node on badmcp
+// --spawn-child, prints "pids SERVER CHILD LIFELINE" and waits to be
+// killed.
+func runDaemonHelper() {
+	argv := []string{os.Getenv(daemonHelperEnv), "--mode", "ok", "--spawn-child"}
+	n, err := newNode(stdioSpec("victim", argv), node.Env{}, defaultConfig())
+	if err == nil {
+		err = n.Start(context.Background())
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for childPid(n) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond) // the stderr reader has not got there yet
+	}
+	n.mu.RLock()
+	ll := n.conn.proc.LifelinePid()
+	n.mu.RUnlock()
+	fmt.Println("pids", serverPid(n), childPid(n), ll)
+	testutil.Hang()
 }

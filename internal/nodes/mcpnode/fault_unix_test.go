@@ -1,3 +1,5 @@
+//go:build unix
+
 package mcpnode
 
 import (
@@ -14,82 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sys/unix"
 
 	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/node"
-	"github.com/nerve-dev/nerve/pkg/session"
 )
-
-// badmcp returns the argv of fixtures/badmcp with flags.
-func badmcp(t testing.TB, flags ...string) []string {
-	t.Helper()
-	return append([]string{testutil.BuildBinary(t, "./fixtures/badmcp")}, flags...)
-}
-
-// faultConfig is the config of a node under fault: short waits, so a test
-// that escalates to SIGKILL or times out initialize stays fast.
-func faultConfig() config {
-	cfg := defaultConfig()
-	cfg.startTimeout = 10 * time.Second
-	cfg.stopGrace = 20 * time.Millisecond
-	cfg.termGrace = 200 * time.Millisecond
-	return cfg
-}
-
-// faultSession is a session whose mcp nodes are built with cfg, except the
-// node "good", which gets the defaults.
-func faultSession(t *testing.T, cfg config) *session.Session {
-	t.Helper()
-	reg := &session.Registry{}
-	reg.Register(Kind, func(spec node.Spec, env node.Env) (node.Node, error) {
-		if spec.ID == "good" {
-			return newNode(spec, env, defaultConfig())
-		}
-		return newNode(spec, env, cfg)
-	})
-	s := session.New("faults", reg, nil)
-	t.Cleanup(func() { s.Close(context.Background()) })
-	return s
-}
-
-// serverPid is the pid (and process group) of the node's current or last
-// server.
-func serverPid(n node.Node) int {
-	m := n.(*Node)
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	return m.pid
-}
-
-// childPid reads the pid badmcp --spawn-child printed on its stderr.
-func childPid(n node.Node) int {
-	for _, l := range n.(*Node).StderrTail() {
-		if s, ok := strings.CutPrefix(l, "child pid "); ok {
-			pid, _ := strconv.Atoi(s)
-			return pid
-		}
-	}
-	return 0
-}
-
-func echo(ctx context.Context, s *session.Session, id, text string) (string, error) {
-	args, _ := json.Marshal(map[string]string{"text": text})
-	res, err := s.Call(ctx, id, &node.CallRequest{Tool: "echo", Arguments: args})
-	if err != nil {
-		return "", err
-	}
-	if len(res.Content) == 0 {
-		return "", fmt.Errorf("empty result %+v", res)
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		return "", fmt.Errorf("content is %T, want text", res.Content[0])
-	}
-	return tc.Text, nil
-}
 
 // TestBadmcpFaults drives each fault of fixtures/badmcp through a session:
 // the faulty node ends in ERROR with a message a person can act on, the
@@ -223,15 +155,6 @@ func TestBadmcpFaults(t *testing.T) {
 	}
 }
 
-func wantAll(t *testing.T, what, got string, want []string) {
-	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(got, w) {
-			t.Errorf("%s does not say %q:\n%s", what, w, got)
-		}
-	}
-}
-
 // TestStderrFloodStaysBounded: a server that writes to stderr without end
 // keeps working, and nerve keeps only its last 50 lines, however much it
 // writes.
@@ -288,53 +211,6 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 4<<20 {
 		t.Errorf("the heap grew by %d KB while the server wrote %d lines to stderr, want it bounded", grew>>10, lines)
 	}
-}
-
-// TestServerOutlivesTheThreadThatStartedIt: Pdeathsig fires when the thread
-// that forked the child exits. A node started from a goroutine whose
-// thread then ends (a locked goroutine that exits) must keep its server.
-func TestServerOutlivesTheThreadThatStartedIt(t *testing.T) {
-	n, err := newNode(stdioSpec("t", badmcp(t, "--mode", "ok")), node.Env{}, faultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	testutil.OnExitingThread(t, func() { err = n.Start(context.Background()) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Stop(context.Background()) })
-	pid := serverPid(n)
-	res, err := n.CallTool(context.Background(), &node.CallRequest{Tool: "echo", Arguments: json.RawMessage(`{"text":"alive"}`)})
-	if err != nil || text(t, res) != "alive" {
-		t.Fatalf("after the starting thread exited: %v, %v (server %d alive: %v)", res, err, pid, testutil.ProcessAlive(pid))
-	}
-}
-
-// daemonHelperEnv names badmcp for the "daemon" helper mode.
-const daemonHelperEnv = "NERVE_MCPNODE_BADMCP"
-
-// runDaemonHelper acts as a daemon: it starts an mcp node on badmcp
-// --spawn-child, prints "pids SERVER CHILD LIFELINE" and waits to be
-// killed.
-func runDaemonHelper() {
-	argv := []string{os.Getenv(daemonHelperEnv), "--mode", "ok", "--spawn-child"}
-	n, err := newNode(stdioSpec("victim", argv), node.Env{}, defaultConfig())
-	if err == nil {
-		err = n.Start(context.Background())
-	}
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for childPid(n) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond) // the stderr reader has not got there yet
-	}
-	n.mu.RLock()
-	ll := n.conn.proc.LifelinePid()
-	n.mu.RUnlock()
-	fmt.Println("pids", serverPid(n), childPid(n), ll)
-	testutil.Hang()
 }
 
 // TestDaemonKilledLeavesNoOrphan SIGKILLs a process that runs a node (as
