@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -221,18 +220,7 @@ func TestStderrTail(t *testing.T) {
 // the daemon would be): Pdeathsig ends the child, the lifeline its
 // grandchild, and the lifeline then exits.
 func TestDaemonKilledLeavesNoChild(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	cmd, line, err := testutil.StartHelper(t, helperEnv+"=1")
 	var child, kid, lifeline int
 	if _, serr := fmt.Sscanf(line, "pids %d %d %d", &child, &kid, &lifeline); err != nil || serr != nil || child == 0 || kid == 0 || lifeline == 0 {
 		t.Fatalf("helper said %q (%v, %v)", line, err, serr)

@@ -7,6 +7,7 @@
 package testutil
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,32 @@ import (
 	"testing"
 	"time"
 )
+
+// StartHelper runs this test binary again as a helper process — no test
+// runs; env, added to this process's environment, tells the package's
+// TestMain what to act as instead (a daemon running a node, say) — and
+// returns it with the first line it printed (and the error of reading
+// it). The helper's stderr is the test's; it is killed when the test ends.
+func StartHelper(t testing.TB, env ...string) (cmd *exec.Cmd, line string, err error) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd = exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err = bufio.NewReader(out).ReadString('\n')
+	return cmd, line, err
+}
 
 // Hang blocks the calling goroutine for good, as a stuck process would. A
 // bare select {} is not enough: built without cgo, the runtime notices that

@@ -1,11 +1,9 @@
 package bash
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,17 +62,7 @@ func runDaemonHelper() {
 // with it, also one that left the shell's session.
 func TestDaemonKilledLeavesNoOrphan(t *testing.T) {
 	requireBash(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), daemonHelperEnv+"=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	cmd, line, err := testutil.StartHelper(t, daemonHelperEnv+"=1")
 	f := strings.Fields(line)
 	if err != nil || len(f) < 3 || f[0] != "pids" {
 		t.Fatalf("helper said %q (%v)", line, err)

@@ -1,13 +1,11 @@
 package claude
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -54,17 +52,7 @@ func TestKilledDaemonLeavesNoClaudeAndCleanupRemovesItsConfig(t *testing.T) {
 	sessions := t.TempDir()
 	dir := filepath.Join(sessions, "default", "nodes", "cc")
 	arg, _ := json.Marshal(map[string]string{"Fake": fake, "Dir": dir, "Home": t.TempDir()})
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"="+string(arg))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, _ := bufio.NewReader(out).ReadString('\n')
+	cmd, line, _ := testutil.StartHelper(t, helperEnv+"="+string(arg))
 	var cfg string
 	var pid int
 	if _, err := fmt.Sscanf(line, "ready %s %d", &cfg, &pid); err != nil {

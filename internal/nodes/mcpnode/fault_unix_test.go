@@ -3,12 +3,9 @@
 package mcpnode
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -217,22 +214,7 @@ func TestStderrFloodStaysBounded(t *testing.T) {
 // the daemon would be) and checks that the server, its own child and the
 // lifeline are all gone.
 func TestDaemonKilledLeavesNoOrphan(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=daemon", daemonHelperEnv+"="+badmcp(t)[0])
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	cmd, line, err := testutil.StartHelper(t, helperEnv+"=daemon", daemonHelperEnv+"="+badmcp(t)[0])
 	var server, child, lifeline int
 	if _, serr := fmt.Sscanf(line, "pids %d %d %d", &server, &child, &lifeline); err != nil || serr != nil || server == 0 || child == 0 || lifeline == 0 {
 		t.Fatalf("helper said %q (%v, %v)", line, err, serr)
