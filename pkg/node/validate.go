@@ -519,9 +519,13 @@ func typeMatches(s *jsonschema.Schema, v any) bool {
 	if s.Type != "" {
 		types = []string{s.Type}
 	}
-	if types == nil {
-		return true
-	}
+	return types == nil || typeIn(types, v)
+}
+
+// typeIn reports whether v has one of the JSON types, as JSON Schema
+// counts them: an integral number is an integer, and "number" includes
+// integers.
+func typeIn(types []string, v any) bool {
 	got := jsonKind(v)
 	return slices.Contains(types, got) || got == "integer" && slices.Contains(types, "number")
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"encoding/json"
-	"math"
 	"slices"
 )
 
@@ -21,26 +20,8 @@ type flatSchema struct {
 
 // flatProp is one property of a flatSchema.
 type flatProp struct {
-	types jsonTypeSet // 0: any value
-	enum  []string    // nil: any value of the types
-}
-
-// jsonTypeSet is a set of JSON types, one bit each.
-type jsonTypeSet uint8
-
-const (
-	typeNull jsonTypeSet = 1 << iota
-	typeBoolean
-	typeObject
-	typeArray
-	typeInteger
-	typeNumber
-	typeString
-)
-
-var typeBits = map[string]jsonTypeSet{
-	"null": typeNull, "boolean": typeBoolean, "object": typeObject, "array": typeArray,
-	"integer": typeInteger, "number": typeNumber, "string": typeString,
+	types []string // nil: any value
+	enum  []string // nil: any value of the types
 }
 
 // annotations are keywords that never fail a value (the library does not
@@ -109,19 +90,16 @@ func flatPropOf(raw json.RawMessage) (flatProp, bool) {
 		switch {
 		case annotations[k]:
 		case k == "type":
-			var names []string
 			var one string
 			if json.Unmarshal(v, &one) == nil {
-				names = []string{one}
-			} else if json.Unmarshal(v, &names) != nil || len(names) == 0 {
+				fp.types = []string{one}
+			} else if json.Unmarshal(v, &fp.types) != nil || len(fp.types) == 0 {
 				return flatProp{}, false
 			}
-			for _, n := range names {
-				bit, ok := typeBits[n]
-				if !ok {
+			for _, t := range fp.types {
+				if !slices.Contains(jsonTypes, t) {
 					return flatProp{}, false
 				}
-				fp.types |= bit
 			}
 		case k == "enum":
 			if json.Unmarshal(v, &fp.enum) != nil || fp.enum == nil {
@@ -149,7 +127,7 @@ func (f *flatSchema) accepts(obj map[string]any) bool {
 			}
 			continue
 		}
-		if p.types != 0 && p.types&typeOf(v) == 0 {
+		if p.types != nil && !typeIn(p.types, v) {
 			return false
 		}
 		if p.enum != nil {
@@ -160,27 +138,4 @@ func (f *flatSchema) accepts(obj map[string]any) bool {
 		}
 	}
 	return true
-}
-
-// typeOf is the set of schema types a decoded JSON value has: an integral
-// number is both an integer and a number, as the library counts it.
-func typeOf(v any) jsonTypeSet {
-	switch v := v.(type) {
-	case nil:
-		return typeNull
-	case bool:
-		return typeBoolean
-	case string:
-		return typeString
-	case float64:
-		if _, frac := math.Modf(v); frac == 0 {
-			return typeInteger | typeNumber
-		}
-		return typeNumber
-	case []any:
-		return typeArray
-	case map[string]any:
-		return typeObject
-	}
-	return 0
 }
