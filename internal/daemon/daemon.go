@@ -78,6 +78,9 @@ type Daemon struct {
 	calls   *callLog
 	handler http.Handler
 	closing atomic.Bool
+	// stopping: Serve is stopping; guard answers new requests 503
+	// stopping.
+	stopping atomic.Bool
 	// mcp is the session MCP endpoint while it is served (Run starts it).
 	mcp atomic.Pointer[mcpserver.Endpoint]
 	// bg tracks node starts that outlive the request (restore).

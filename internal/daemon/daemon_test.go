@@ -191,15 +191,23 @@ func serveSocket(t *testing.T, d *Daemon) string {
 		t.Fatal(err)
 	}
 	sock := filepath.Join(dir, "s")
+	stop, done := startServe(t, d, sock)
+	t.Cleanup(func() { stop(); <-done; os.RemoveAll(dir) })
+	return sock
+}
+
+// startServe serves d on a new Unix socket sock until stop; done gives
+// Serve's error.
+func startServe(t *testing.T, d *Daemon, sock string) (stop context.CancelFunc, done <-chan error) {
+	t.Helper()
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- d.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done; os.RemoveAll(dir) })
-	return sock
+	errc := make(chan error, 1)
+	go func() { errc <- d.Serve(ctx, ln) }()
+	return cancel, errc
 }
 
 // socketClient is an HTTP client whose every request goes to the

@@ -34,7 +34,8 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 
 // guard sets the version headers on every response and refuses requests
 // from a browser (an Origin header: a web page must never drive the
-// daemon) and from another user.
+// daemon) and from another user, and — once the daemon is stopping —
+// every request but whileStopping's.
 func (d *Daemon) guard(next http.Handler) http.Handler {
 	self := os.Getuid()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,6 +59,20 @@ func (d *Daemon) guard(next http.Handler) http.Handler {
 				return
 			}
 		}
+		if d.stopping.Load() && !whileStopping(r) {
+			h.Set("Connection", "close")
+			writeError(w, http.StatusServiceUnavailable, api.Error{Code: api.CodeStopping,
+				Message: "the nerve daemon is stopping and did not run this request: send it again (any nerve command starts a new daemon)"})
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// whileStopping says whether a stopping daemon still answers r: its
+// version (a `nerve daemon status`, or a stop waiting for it to exit) and
+// a second request to stop.
+func whileStopping(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.URL.Path == "/v1/version" ||
+		r.Method == http.MethodPost && r.URL.Path == "/v1/shutdown"
 }

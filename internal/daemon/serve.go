@@ -3,9 +3,12 @@ package daemon
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,9 +18,15 @@ import (
 // before it cuts their connections.
 const shutdownGrace = 500 * time.Millisecond
 
-// Serve serves the API on ln until ctx ends, then stops accepting, cancels
-// the requests in flight (calls, event streams) and returns. It does not
-// close the sessions: Close does.
+// Serve serves the API on ln until ctx ends, then stops: it removes a
+// Unix socket's name, so that a new connection fails at once and its
+// client starts the next daemon; answers every request that arrives from
+// then on (but its version and a stop) 503 stopping (api.CodeStopping:
+// nothing of it ran, the client sends it again to the next daemon);
+// cancels the requests in flight (calls, event streams); takes and
+// answers the connections still queued on the socket; and returns once
+// every connection it took has its answer (or after shutdownGrace). It
+// does not close the sessions: Close does.
 func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	base, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -32,6 +41,13 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	if l, err := zap.NewStdLogAt(d.log.Named("api"), zap.WarnLevel); err == nil {
 		srv.ErrorLog = l
 	}
+	busy := &connTracker{conns: map[net.Conn]struct{}{}}
+	srv.ConnState = busy.track
+	var dl *drainListener
+	if ul, ok := ln.(*net.UnixListener); ok {
+		dl = &drainListener{UnixListener: ul}
+		ln = dl
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -39,18 +55,127 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
+	// A connection queued on the socket when it closes is reset, and its
+	// client cannot tell whether its request ran. With the name gone no
+	// new one can queue: take those there are and answer them, then
+	// close.
+	if dl != nil {
+		if err := dl.unlink(); err != nil {
+			d.log.Warn("removing the socket", zap.Error(err))
+		}
+	}
+	d.stopping.Store(true)
 	// Requests in flight are calls and event streams that would keep
-	// Shutdown waiting: cancel them, give them a moment to answer, cut.
+	// Shutdown waiting: cancel them and give them a moment to answer.
 	cancel()
-	sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
-	defer scancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	gctx, gcancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer gcancel()
+	served := false
+	if dl != nil {
+		dl.drain()
+		if err := <-errc; err != nil && !errors.Is(err, errDrained) {
+			return err
+		}
+		served = true
+	}
+	// Shutdown drops, unanswered, a request it finds on a connection it
+	// has not read yet: first let every connection taken be answered.
+	busy.wait(gctx)
+	if err := srv.Shutdown(gctx); err != nil {
 		srv.Close()
+	}
+	if served {
+		return nil
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// connTracker knows the connections between their accept or a request
+// and its answer (http.StateNew, StateActive).
+type connTracker struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+	quiet chan struct{} // closed when conns empties, if someone waits
+}
+
+// track is the server's ConnState hook.
+func (t *connTracker) track(c net.Conn, s http.ConnState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s == http.StateNew || s == http.StateActive {
+		t.conns[c] = struct{}{}
+		return
+	}
+	delete(t.conns, c) // idle, hijacked, closed
+	if len(t.conns) == 0 && t.quiet != nil {
+		close(t.quiet)
+		t.quiet = nil
+	}
+}
+
+// wait returns when no connection waits for an answer, or ctx ends.
+func (t *connTracker) wait(ctx context.Context) {
+	t.mu.Lock()
+	if len(t.conns) == 0 {
+		t.mu.Unlock()
+		return
+	}
+	if t.quiet == nil {
+		t.quiet = make(chan struct{})
+	}
+	quiet := t.quiet
+	t.mu.Unlock()
+	select {
+	case <-quiet:
+	case <-ctx.Done():
+	}
+}
+
+// drainWait is how long a draining listener waits for one more queued
+// connection: once the socket's name is gone only a connect already under
+// way can still arrive.
+const drainWait = 50 * time.Millisecond
+
+// errDrained ends Serve's accept loop once the queue is empty.
+var errDrained = errors.New("the socket's queue is drained")
+
+// drainListener is the daemon's Unix listener; drain makes its Accept
+// return the connections already queued, then errDrained.
+type drainListener struct {
+	*net.UnixListener
+	draining atomic.Bool
+}
+
+// unlink removes the socket's name; Close then leaves the path alone, as
+// the next daemon may own it by then.
+func (l *drainListener) unlink() error {
+	l.SetUnlinkOnClose(false)
+	err := os.Remove(l.Addr().String())
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// drain wakes an Accept that waits, and bounds every wait from now on.
+func (l *drainListener) drain() {
+	l.draining.Store(true)
+	_ = l.SetDeadline(time.Now().Add(drainWait))
+}
+
+func (l *drainListener) Accept() (net.Conn, error) {
+	draining := l.draining.Load()
+	if draining {
+		_ = l.SetDeadline(time.Now().Add(drainWait))
+	}
+	c, err := l.UnixListener.Accept()
+	if err != nil && (draining || l.draining.Load()) && errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, errDrained
+	}
+	return c, err
 }
 
 // MemListener is an in-memory net.Listener: Dial hands the server one end

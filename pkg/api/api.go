@@ -60,7 +60,8 @@ const (
 	CodeChanged         = "changed"           // 412: If-Match names a spec the node no longer has
 	CodeStartFailed     = "start_failed"      // 502: the node was added but did not start
 	CodeCallFailed      = "call_failed"       // 502: the call could not be made
-	CodeShuttingDown    = "shutting_down"     // 503
+	CodeShuttingDown    = "shutting_down"     // 503: the daemon stopped while the request ran
+	CodeStopping        = "stopping"          // 503: the daemon is stopping and ran nothing of the request: send it again once a daemon answers
 	CodeInternal        = "internal"          // 500
 )
 
