@@ -16,9 +16,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/nerve-dev/nerve/pkg/api"
@@ -42,10 +44,12 @@ type Options struct {
 	// resolves against it first.
 	Environ func() []string
 	// Revive, if set, is called when a request could not reach the daemon
-	// at all (its socket refused the connection or is gone: nothing was
-	// sent), as when the daemon stopped between two requests of one
-	// command. When it returns nil (a daemon answers again) the request is
-	// sent once more.
+	// at all (its socket refused the connection or is gone, or the
+	// connection was closed before a byte of the request was written) or
+	// the daemon answered that it is stopping and ran nothing of it, as
+	// when the daemon stopped between two requests of one command, or
+	// during one. When it returns nil (a daemon answers again) the
+	// request is sent once more.
 	Revive func(ctx context.Context) error
 	// Caller names this client in the call log (api.HeaderCaller): "cli",
 	// "repl", or a program's name; empty logs its calls as "api".
@@ -58,6 +62,31 @@ type dialError struct{ err error }
 
 func (e *dialError) Error() string { return e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
+
+// sentConn is a connection that knows whether any byte was ever written
+// on it. A fresh connection that failed with nothing written carried no
+// request: a daemon that stops resets the connections still queued on
+// its socket, and the write of the request then fails (EPIPE), or the
+// read of an answer it never asked for (ECONNRESET).
+type sentConn struct {
+	net.Conn
+	wrote atomic.Bool
+}
+
+func (c *sentConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if n > 0 {
+		c.wrote.Store(true)
+	}
+	return n, err
+}
+
+// notSentError marks a request whose fresh connection failed before any
+// byte of it was written.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string { return e.err.Error() }
+func (e *notSentError) Unwrap() error { return e.err }
 
 // Client talks to one daemon. It is safe for concurrent use.
 type Client struct {
@@ -85,7 +114,7 @@ func New(opts Options) *Client {
 			if err != nil {
 				return nil, &dialError{err}
 			}
-			return conn, nil
+			return &sentConn{Conn: conn}, nil
 		},
 		MaxIdleConns:        64,
 		MaxIdleConnsPerHost: 64,
@@ -143,15 +172,23 @@ func revives(ctx context.Context) bool {
 
 // unsent reports whether a request that failed with err may be sent again
 // without running anything twice: it never reached the daemon (the
-// connection was refused), or it only reads (GET) and its connection was
+// connection was refused, or closed before a byte of the request was
+// written), the daemon answered that it ran nothing because it is stopping
+// (api.CodeStopping), or it only reads (GET) and its connection was
 // dropped before an answer — a daemon that stops closes the connections
 // still waiting in its socket's queue.
 func unsent(method string, err error) bool {
 	var de *dialError
-	if errors.As(err, &de) {
+	var ns *notSentError
+	var e *Error
+	switch {
+	case errors.As(err, &de), errors.As(err, &ns):
 		return true
+	case errors.As(err, &e):
+		return e.Code == api.CodeStopping
 	}
-	return method == http.MethodGet && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET))
+	return method == http.MethodGet && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE))
 }
 
 func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Header, hasBody bool, data []byte) (*http.Response, error) {
@@ -179,12 +216,24 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Hea
 			req.Header.Set(api.HeaderClientEnv, base64.StdEncoding.EncodeToString(data))
 		}
 	}
+	// The connection the request went on, to tell afterwards whether any
+	// of it was written.
+	var conn *sentConn
+	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if sc, ok := info.Conn.(*sentConn); ok && !info.Reused {
+			conn = sc // a reused one is the transport's to retry
+		}
+	}}))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w (%w): start it with `nerve daemon start`, or see `nerve daemon status`", ErrDaemonUnavailable, unwrapURL(err))
+		err = unwrapURL(err)
+		if conn != nil && !conn.wrote.Load() {
+			err = &notSentError{err}
+		}
+		return nil, fmt.Errorf("%w (%w): start it with `nerve daemon start`, or see `nerve daemon status`", ErrDaemonUnavailable, err)
 	}
 	c.checkVersion(resp)
 	if resp.StatusCode/100 != 2 {

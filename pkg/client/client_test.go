@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -462,5 +464,103 @@ func TestReviveSendsAgainOnlyWhatWasNotRun(t *testing.T) {
 	_, err = c.Session("default").Call(context.Background(), "n", "t", nil, nil)
 	if !errors.Is(err, client.ErrDaemonUnavailable) || posts.Load() != 1 {
 		t.Errorf("a POST dropped after it was sent: %v, sent %d times; want unavailable, once", err, posts.Load())
+	}
+}
+
+// TestReviveSendsAgainWhatAStoppingDaemonDidNotRun: a daemon that stops
+// as a command sends a request either resets the connection before the
+// request is written (it was still queued on the socket) or answers 503
+// stopping; neither ran anything, so even a POST is sent again, once, to
+// the daemon Revive starts. 503 shutting_down (stopped while it ran) is
+// not sent again.
+func TestReviveSendsAgainWhatAStoppingDaemonDidNotRun(t *testing.T) {
+	dir, err := os.MkdirTemp("", "rv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "s.sock")
+	// serve answers the n-th POST (from 1) with answer(n).
+	serve := func(answer func(n int32) (int, string)) (posts *atomic.Int32, stop func()) {
+		posts = &atomic.Int32{}
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			status, body := answer(posts.Add(1))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(status)
+			io.WriteString(w, body)
+		})}
+		go srv.Serve(l)
+		return posts, func() { srv.Close() }
+	}
+	ok := func(int32) (int, string) { return 200, "{}" }
+
+	t.Run("reset before written", func(t *testing.T) {
+		var revived atomic.Int32
+		var posts *atomic.Int32
+		var stop func()
+		first := true
+		c := client.New(client.Options{
+			Dial: func(ctx context.Context) (net.Conn, error) {
+				if !first {
+					return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+				}
+				first = false
+				// Queued on a socket that closes before it is accepted.
+				q := filepath.Join(dir, "q.sock")
+				l, err := net.Listen("unix", q)
+				if err != nil {
+					return nil, err
+				}
+				conn, err := net.Dial("unix", q)
+				l.Close()
+				return conn, err
+			},
+			Revive: func(context.Context) error {
+				revived.Add(1)
+				posts, stop = serve(ok)
+				return nil
+			},
+		})
+		defer c.Close()
+		if err := c.Shutdown(context.Background()); err != nil {
+			t.Fatalf("POST on a connection reset before it was written: %v", err)
+		}
+		defer stop()
+		if revived.Load() != 1 || posts.Load() != 1 {
+			t.Errorf("revived %d, sent to the new daemon %d times; want 1, 1", revived.Load(), posts.Load())
+		}
+	})
+
+	for _, tc := range []struct {
+		code          string
+		revived, sent int32
+		want          error
+	}{
+		{api.CodeStopping, 1, 2, nil},
+		{api.CodeShuttingDown, 0, 1, client.ErrShuttingDown},
+	} {
+		t.Run("503 "+tc.code, func(t *testing.T) {
+			posts, stop := serve(func(n int32) (int, string) {
+				if n == 1 {
+					return 503, `{"error":{"code":"` + tc.code + `","message":"stopping"}}`
+				}
+				return 200, "{}"
+			})
+			defer stop()
+			var revived atomic.Int32
+			c := client.New(client.Options{Socket: sock, Revive: func(context.Context) error {
+				revived.Add(1)
+				return nil
+			}})
+			defer c.Close()
+			err := c.Shutdown(context.Background())
+			if !errors.Is(err, tc.want) || revived.Load() != tc.revived || posts.Load() != tc.sent {
+				t.Errorf("%v, revived %d, sent %d; want %v, %d, %d", err, revived.Load(), posts.Load(), tc.want, tc.revived, tc.sent)
+			}
+		})
 	}
 }

@@ -80,6 +80,7 @@ var kinds = map[string]error{
 	api.CodeStartFailed:     ErrStartFailed,
 	api.CodeCallFailed:      ErrCallFailed,
 	api.CodeShuttingDown:    ErrShuttingDown,
+	api.CodeStopping:        ErrShuttingDown,
 	api.CodeInternal:        ErrInternal,
 	api.CodeUnsupported:     ErrUnsupported,
 	api.CodeChanged:         ErrChanged,
