@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -32,8 +33,10 @@ func TestBinaryDaemonStopThenCommand(t *testing.T) {
 	}
 }
 
-// TestBinaryStartRacesStop: a command that starts a daemon while the old
-// one is still stopping waits for it instead of failing.
+// TestBinaryStartRacesStop: commands that start a daemon while the old
+// one is still stopping wait for it instead of failing: a read (`node
+// ls`) and a call, which is sent again only because the stopping daemon
+// ran nothing of it.
 func TestBinaryStartRacesStop(t *testing.T) {
 	n := newRealNerve(t)
 	n.Must("node", "add", "identity", "echo")
@@ -41,17 +44,22 @@ func TestBinaryStartRacesStop(t *testing.T) {
 	n.Must("node", "add", "mcp", "slow", "--", bad, "--ignore-eof", "--ignore-term")
 	for i := 0; i < 3; i++ {
 		var wg sync.WaitGroup
-		var stopOut, stopErr, lsOut, lsErr string
-		var stopCode, lsCode int
-		wg.Add(2)
+		var stopOut, stopErr, lsOut, lsErr, callOut, callErr string
+		var stopCode, lsCode, callCode int
+		text := fmt.Sprintf("round %d", i+1)
+		wg.Add(3)
 		go func() { defer wg.Done(); stopOut, stopErr, stopCode = n.Run("daemon", "stop") }()
 		go func() { defer wg.Done(); lsOut, lsErr, lsCode = n.Run("node", "ls") }()
+		go func() { defer wg.Done(); callOut, callErr, callCode = n.Run("call", "@echo", "identity", "text="+text) }()
 		wg.Wait()
 		if stopCode != 0 {
 			t.Errorf("round %d: daemon stop: exit %d %s%s", i+1, stopCode, stopOut, stopErr)
 		}
 		if lsCode != 0 || !strings.Contains(lsOut, "echo") {
 			t.Errorf("round %d: node ls racing a stop: exit %d %s%s", i+1, lsCode, lsOut, lsErr)
+		}
+		if callCode != 0 || strings.TrimSpace(callOut) != text {
+			t.Errorf("round %d: call racing a stop: exit %d %q %s", i+1, callCode, callOut, callErr)
 		}
 		// Whatever the order, a daemon answers now (or starts for this).
 		if out := n.Must("node", "ls"); !strings.Contains(out, "echo") {
