@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -535,6 +536,36 @@ func TestReviveSendsAgainWhatAStoppingDaemonDidNotRun(t *testing.T) {
 		}
 	})
 
+	t.Run("kept-alive connection closed", func(t *testing.T) {
+		posts, stop := serve(ok)
+		defer stop()
+		var revived atomic.Int32
+		var first *breakableConn
+		c := client.New(client.Options{
+			Dial: func(ctx context.Context) (net.Conn, error) {
+				conn, err := (&net.Dialer{}).DialContext(ctx, "unix", sock)
+				if first == nil && err == nil {
+					first = &breakableConn{Conn: conn}
+					return first, nil
+				}
+				return conn, err
+			},
+			Revive: func(context.Context) error { revived.Add(1); return nil },
+		})
+		defer c.Close()
+		if err := c.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// The daemon closed the connection kept for the next request:
+		// net/http's transport sends a request it wrote nothing of on a
+		// reused connection again itself, POST included (its body can be
+		// read again), on a new connection; the daemon answers.
+		first.broken.Store(true)
+		if err := c.Shutdown(context.Background()); err != nil || revived.Load() != 0 || posts.Load() != 2 {
+			t.Errorf("a POST on a kept-alive connection closed before it was written: %v, revived %d, daemon saw %d POSTs; want nil, 0, 2", err, revived.Load(), posts.Load())
+		}
+	})
+
 	for _, tc := range []struct {
 		code          string
 		revived, sent int32
@@ -563,4 +594,17 @@ func TestReviveSendsAgainWhatAStoppingDaemonDidNotRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// breakableConn fails every write with EPIPE, writing nothing, once broken.
+type breakableConn struct {
+	net.Conn
+	broken atomic.Bool
+}
+
+func (c *breakableConn) Write(p []byte) (int, error) {
+	if c.broken.Load() {
+		return 0, &net.OpError{Op: "write", Net: "unix", Err: syscall.EPIPE}
+	}
+	return c.Conn.Write(p)
 }
