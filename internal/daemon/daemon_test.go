@@ -13,6 +13,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
 	"github.com/nerve-dev/nerve/internal/paths"
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -186,13 +187,9 @@ func TestCallLogRotates(t *testing.T) {
 
 // serveSocket serves d on a Unix socket in a short temp folder.
 func serveSocket(t *testing.T, d *Daemon) string {
-	dir, err := os.MkdirTemp("", "nd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "s")
+	sock := filepath.Join(testutil.SocketDir(t), "s")
 	stop, done := startServe(t, d, sock)
-	t.Cleanup(func() { stop(); <-done; os.RemoveAll(dir) })
+	t.Cleanup(func() { stop(); <-done })
 	return sock
 }
 

@@ -70,13 +70,11 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	cancel()
 	gctx, gcancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer gcancel()
-	served := false
 	if dl != nil {
 		dl.drain()
 		if err := <-errc; err != nil && !errors.Is(err, errDrained) {
 			return err
 		}
-		served = true
 	}
 	// Shutdown drops, unanswered, a request it finds on a connection it
 	// has not read yet: first let every connection taken be answered.
@@ -84,8 +82,8 @@ func (d *Daemon) Serve(ctx context.Context, ln net.Listener) error {
 	if err := srv.Shutdown(gctx); err != nil {
 		srv.Close()
 	}
-	if served {
-		return nil
+	if dl != nil {
+		return nil // Serve returned when the queue was drained
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -167,12 +165,11 @@ func (l *drainListener) drain() {
 }
 
 func (l *drainListener) Accept() (net.Conn, error) {
-	draining := l.draining.Load()
-	if draining {
+	if l.draining.Load() {
 		_ = l.SetDeadline(time.Now().Add(drainWait))
 	}
 	c, err := l.UnixListener.Accept()
-	if err != nil && (draining || l.draining.Load()) && errors.Is(err, os.ErrDeadlineExceeded) {
+	if err != nil && l.draining.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
 		return nil, errDrained
 	}
 	return c, err

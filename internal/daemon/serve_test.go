@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"go.uber.org/zap/zaptest"
 )
@@ -49,7 +50,7 @@ func TestServeAnswersWhileStopping(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close(context.Background())
-	sock := filepath.Join(t.TempDir(), "s")
+	sock := filepath.Join(testutil.SocketDir(t), "s")
 	cancel, done := startServe(t, d, sock)
 	var conns [2]net.Conn
 	for i := range conns {
@@ -92,8 +93,7 @@ func TestServeAnswersWhileStopping(t *testing.T) {
 // its client unable to tell whether its request ran; before Serve drained
 // its socket's queue, a stop reset the connections waiting in it.
 func TestServeStopLeavesNoConnectionUnanswered(t *testing.T) {
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "s")
+	sock := filepath.Join(testutil.SocketDir(t), "s")
 	var answered, refused atomic.Int64
 	for round := 0; round < 20; round++ {
 		d, err := New(&Options{Registry: testRegistry(), Logger: zaptest.NewLogger(t)})

@@ -222,3 +222,16 @@ func WaitFor(t testing.TB, timeout time.Duration, cond func() bool, what string)
 		delay = min(delay*2, 50*time.Millisecond)
 	}
 }
+
+// SocketDir returns a new folder, removed when the test ends, whose path
+// is short enough to put a Unix socket in (sun_path holds 104 bytes on
+// macOS, 108 on Linux): t.TempDir's, named after the test, may not be.
+func SocketDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -56,13 +56,6 @@ type Options struct {
 	Caller string
 }
 
-// dialError marks a failure to connect: the request was never sent, so
-// sending it again cannot run anything twice.
-type dialError struct{ err error }
-
-func (e *dialError) Error() string { return e.err.Error() }
-func (e *dialError) Unwrap() error { return e.err }
-
 // sentConn is a connection that knows whether any byte was ever written
 // on it. A fresh connection that failed with nothing written carried no
 // request: a daemon that stops resets the connections still queued on
@@ -81,8 +74,9 @@ func (c *sentConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// notSentError marks a request whose fresh connection failed before any
-// byte of it was written.
+// notSentError marks a request that was never sent — its connection
+// could not be made, or a fresh one failed before any byte of it was
+// written — so sending it again cannot run anything twice.
 type notSentError struct{ err error }
 
 func (e *notSentError) Error() string { return e.err.Error() }
@@ -112,7 +106,7 @@ func New(opts Options) *Client {
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			conn, err := dial(ctx)
 			if err != nil {
-				return nil, &dialError{err}
+				return nil, &notSentError{err}
 			}
 			return &sentConn{Conn: conn}, nil
 		},
@@ -178,11 +172,10 @@ func revives(ctx context.Context) bool {
 // dropped before an answer — a daemon that stops closes the connections
 // still waiting in its socket's queue.
 func unsent(method string, err error) bool {
-	var de *dialError
 	var ns *notSentError
 	var e *Error
 	switch {
-	case errors.As(err, &de), errors.As(err, &ns):
+	case errors.As(err, &ns):
 		return true
 	case errors.As(err, &e):
 		return e.Code == api.CodeStopping
@@ -196,7 +189,15 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Hea
 	if hasBody {
 		rd = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	// The connection the request goes on, to tell afterwards whether any
+	// of it was written.
+	var conn *sentConn
+	trace := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if sc, ok := info.Conn.(*sentConn); ok && !info.Reused {
+			conn = sc // a reused one is the transport's to retry
+		}
+	}})
+	req, err := http.NewRequestWithContext(trace, method, base+path, rd)
 	if err != nil {
 		return nil, err
 	}
@@ -216,14 +217,6 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Hea
 			req.Header.Set(api.HeaderClientEnv, base64.StdEncoding.EncodeToString(data))
 		}
 	}
-	// The connection the request went on, to tell afterwards whether any
-	// of it was written.
-	var conn *sentConn
-	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if sc, ok := info.Conn.(*sentConn); ok && !info.Reused {
-			conn = sc // a reused one is the transport's to retry
-		}
-	}}))
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
@@ -409,11 +410,7 @@ func TestVersionUnstampedBuildDoesNotWarn(t *testing.T) {
 // one command) asks Revive for a daemon and is sent once more; a POST whose
 // connection drops after it was sent is not sent again (it may have run).
 func TestReviveSendsAgainOnlyWhatWasNotRun(t *testing.T) {
-	dir, err := os.MkdirTemp("", "rv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := testutil.SocketDir(t)
 	sock := filepath.Join(dir, "s.sock")
 	var revived, posts atomic.Int32
 	serve := func() net.Listener {
@@ -475,11 +472,7 @@ func TestReviveSendsAgainOnlyWhatWasNotRun(t *testing.T) {
 // the daemon Revive starts. 503 shutting_down (stopped while it ran) is
 // not sent again.
 func TestReviveSendsAgainWhatAStoppingDaemonDidNotRun(t *testing.T) {
-	dir, err := os.MkdirTemp("", "rv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := testutil.SocketDir(t)
 	sock := filepath.Join(dir, "s.sock")
 	// serve answers the n-th POST (from 1) with answer(n).
 	serve := func(answer func(n int32) (int, string)) (posts *atomic.Int32, stop func()) {
