@@ -9,9 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nerve-dev/nerve/internal/atomicfile"
-	"github.com/nerve-dev/nerve/internal/envfile"
-	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -21,6 +18,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/atomicfile"
+	"github.com/nerve-dev/nerve/internal/envfile"
+	"github.com/nerve-dev/nerve/internal/mcpserver"
 
 	"go.uber.org/zap"
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/nerve-dev/nerve/pkg/api"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nerve-dev/nerve/pkg/api"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/nerve-dev/nerve/pkg/api"
 	"net"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // MCPStdio opens a connection on which the daemon serves the session as
