@@ -1,4 +1,4 @@
-package graph
+package graphlang
 
 import (
 	"fmt"
@@ -297,7 +297,7 @@ func quoteAt(p shellPlace, v string, bracketBefore bool) (string, error) {
 		return "", fmt.Errorf("a reference right after a '$' cannot be quoted safely ($'...' reads escapes): remove the '$' or put a space or quotes between")
 	}
 	if p.ctx != shArith && arithmeticHazard(v, bracketBefore) {
-		return "", fmt.Errorf("the value %q holds (or ends) a subscript with an expansion, which bash runs as a command wherever it evaluates arithmetic ((( )), let, [[ -eq ]], declare -i, array subscripts), quoted or not: pass it through a file or stdin instead", firstLine(v))
+		return "", fmt.Errorf("the value %q holds (or ends) a subscript with an expansion, which bash runs as a command wherever it evaluates arithmetic ((( )), let, [[ -eq ]], declare -i, array subscripts), quoted or not: pass it through a file or stdin instead", FirstLine(v))
 	}
 	q, err := quoteFor(p.ctx, v)
 	for range p.backticks {
@@ -324,7 +324,7 @@ func quoteFor(c shellCtx, v string) (string, error) {
 		if shellNumber().MatchString(strings.TrimSpace(v)) {
 			return v, nil
 		}
-		return "", fmt.Errorf("inside $((...)) only a number can be placed, not %q", firstLine(v))
+		return "", fmt.Errorf("inside $((...)) only a number can be placed, not %q", FirstLine(v))
 	case shComment:
 		if strings.ContainsAny(v, "\r\n") {
 			return "", fmt.Errorf("a value with a line break cannot be placed in a shell comment")
@@ -343,7 +343,7 @@ var (
 
 // shellEval is ts's value with every reference quoted for the shell
 // (except those marked raw).
-func shellEval(ts *tstring, sc *scope) (string, error) {
+func shellEval(ts *tstring, sc *Scope) (string, error) {
 	ctxs := shellContexts(ts)
 	var b strings.Builder
 	bracket, word := false, -1 // the word so far held a '['
@@ -353,7 +353,7 @@ func shellEval(ts *tstring, sc *scope) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		v := asText(x)
+		v := Text(x)
 		if r.Filter != FilterRaw {
 			if ctxs[i].word != word {
 				word, bracket = ctxs[i].word, false
@@ -392,7 +392,7 @@ func shellRefProblems(ts *tstring) (bad []string, raw []*Ref) {
 
 // evalArgs is a step's arguments in sc; the argument named shellArg (the
 // one the tool runs as shell code, "" for none) has its references quoted.
-func (t *Template) evalArgs(sc *scope, shellArg string) (any, error) {
+func (t *Template) EvalArgs(sc *Scope, shellArg string) (any, error) {
 	if t == nil {
 		return nil, nil
 	}
