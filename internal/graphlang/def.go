@@ -95,6 +95,9 @@ type Step struct {
 	Default     any
 	HasDefault  bool
 	Ask         *Template // the question of a human gate
+	// UnsafeShell lets the step's values reach its shell command or argv
+	// where they can run as code (docs/graphs.md, "Values and the shell").
+	UnsafeShell bool
 	Pos         Pos
 	// Deps are the steps this one waits for: references and After.
 	Deps []string
@@ -233,7 +236,7 @@ func (p *parser) unknown(k *yaml.Node, what string, known []string) {
 var (
 	graphFields = []string{"description", "inputs", "steps", "output", "max_parallel"}
 	inputFields = []string{"type", "description", "default", "required"}
-	stepFields  = []string{"call", "args", "after", "when", "foreach", "max_parallel", "timeout", "retry", "on_error", "default", "ask", "description"}
+	stepFields  = []string{"call", "args", "after", "when", "foreach", "max_parallel", "timeout", "retry", "on_error", "default", "ask", "description", "unsafe_shell"}
 	retryFields = []string{"attempts", "backoff"}
 	inputTypes  = []string{"string", "number", "integer", "boolean", "object", "array"}
 )
@@ -388,6 +391,10 @@ func (p *parser) step(s *Step, n *yaml.Node) {
 			s.Default, s.HasDefault = p.value(v), true
 		case "ask":
 			s.Ask = p.template(v, true)
+		case "unsafe_shell":
+			if v.Decode(&s.UnsafeShell) != nil {
+				p.errorf(v, "%s: unsafe_shell must be true or false", what)
+			}
 		case "description":
 		default:
 			p.unknown(k, what, stepFields)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/nerve-dev/nerve/internal/suggest"
@@ -21,17 +22,7 @@ type Ref struct {
 	// Field is what of a step's result: "text", "structured" or "is_error".
 	Field string
 	Path  []any // string keys and int indexes below the value
-	// Filter is how the value is placed into a shell command: "" quotes it
-	// where the argument is shell code, "shell" quotes it in any argument,
-	// "raw" never quotes it (docs/graphs.md, "Quoting").
-	Filter string
 }
-
-// Filters a reference may start with: ${raw inputs.x}, ${shell inputs.x}.
-const (
-	FilterRaw   = "raw"
-	FilterShell = "shell"
-)
 
 var stepFields3 = []string{"text", "structured", "is_error", "texts"}
 
@@ -39,8 +30,10 @@ var stepFields3 = []string{"text", "structured", "is_error", "texts"}
 func parseRef(src string) (*Ref, error) {
 	r := &Ref{Src: src}
 	body := strings.TrimSpace(src)
-	if f, rest, ok := strings.Cut(body, " "); ok && (f == FilterRaw || f == FilterShell) {
-		r.Filter, body = f, strings.TrimSpace(rest)
+	if f, _, ok := strings.Cut(body, " "); ok && (f == "raw" || f == "shell") {
+		// The quoting filters of old: a value now reaches a shell only as
+		// a variable (docs/graphs.md, "Values and the shell").
+		return nil, fmt.Errorf("${%s}: %s is gone: a reference in a shell command reaches it as a variable, whatever it holds; write ${%s}, and set unsafe_shell: true on the step only if its callers may run commands through it", src, f, strings.TrimSpace(strings.TrimPrefix(body, f)))
 	}
 	segs, err := splitPath(body)
 	if err != nil {
@@ -163,9 +156,11 @@ type tstring struct {
 	lits  []string // len(refs)+1
 	refs  []*Ref
 	whole bool
-	// shell is set when a reference is marked ${shell ...}: the string is
-	// shell code wherever it is placed.
-	shell bool
+
+	// shellCmd is the string compiled as a shell command, once it is
+	// placed into one (shell.go).
+	shellOnce sync.Once
+	shellCmd  *shellCommand
 }
 
 // Refs returns the template's references.
@@ -203,9 +198,6 @@ func (t *Template) compile(v any, depth int) (any, error) {
 			return strings.ReplaceAll(v, "$${", "${"), nil
 		}
 		t.refs = append(t.refs, ts.refs...)
-		for _, r := range ts.refs {
-			ts.shell = ts.shell || r.Filter == FilterShell
-		}
 		return ts, nil
 	case map[string]any:
 		out := make(map[string]any, len(v))
@@ -379,9 +371,6 @@ func (t *Template) Eval(sc *Scope) (any, error) {
 func evalValue(v any, sc *Scope) (any, error) {
 	switch v := v.(type) {
 	case *tstring:
-		if v.shell {
-			return shellEval(v, sc)
-		}
 		if v.whole {
 			return sc.resolve(v.refs[0])
 		}

@@ -70,9 +70,10 @@ type RunOptions struct {
 	// run's record says it ended.
 	Commit func(rec StepRecord, sync bool) error
 	// Tool, if set, is asked about a step's tool before each call: the
-	// argument it runs as shell code ("" for none), whose references are
-	// quoted for the shell, or why it cannot be called (the step fails).
-	Tool func(ctx context.Context, name string) (shellArg string, err error)
+	// arguments it runs as shell code (its command, whose references
+	// become variables, and argv), or why it cannot be called (the step
+	// fails).
+	Tool func(ctx context.Context, name string) (node.ShellParams, error)
 	// Prior holds the records of an interrupted run: steps finished there
 	// are not run again (nerve graph resume).
 	Prior map[string]*StepRecord
@@ -435,14 +436,14 @@ func (r *run) foreach(ctx context.Context, s *graphlang.Step, sc *graphlang.Scop
 func (r *run) attempts(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope, rec *StepRecord) (*graphlang.StepResult, error) {
 	var args json.RawMessage
 	if s.Ask == nil {
-		shellArg := ""
+		var sp node.ShellParams
 		if r.o.Tool != nil {
 			var err error
-			if shellArg, err = r.o.Tool(ctx, s.Call); err != nil {
+			if sp, err = r.o.Tool(ctx, s.Call); err != nil {
 				return nil, err
 			}
 		}
-		v, err := s.Args.EvalArgs(sc, shellArg)
+		v, err := s.Args.EvalArgs(sc, sp, s.UnsafeShell)
 		if err != nil {
 			return nil, err
 		}

@@ -170,22 +170,22 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	return outputResult(out), nil
 }
 
-// toolInfo is what the run needs of a step's tool: the argument it runs as
-// shell code. A tool the session does not list is not called, so that no
-// value reaches a shell unquoted because the tool appeared mid-run.
-func (n *Node) toolInfo(ctx context.Context, name string) (string, error) {
+// toolInfo is what the run needs of a step's tool: the arguments it runs
+// as shell code. A tool the session does not list is not called, so that
+// no value reaches a shell as code because the tool appeared mid-run.
+func (n *Node) toolInfo(ctx context.Context, name string) (node.ShellParams, error) {
 	if d, ok := n.env.Tools.(node.ToolDescriber); ok {
 		t, err := d.DescribeTool(ctx, name)
 		if err != nil {
-			return "", err
+			return node.ShellParams{}, err
 		}
-		return node.ShellArg(t.Meta), nil
+		return node.ShellParamsOf(t.Meta), nil
 	}
 	te, ok := n.env.Tools.Toolset(ctx).Lookup(name)
 	if !ok {
-		return "", fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
+		return node.ShellParams{}, fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
 	}
-	return node.ShellArg(te.Tool.Meta), nil
+	return node.ShellParamsOf(te.Tool.Meta), nil
 }
 
 // outputResult is the graph's output as a tool result: a string as text;
