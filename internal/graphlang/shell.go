@@ -513,7 +513,6 @@ func unescape(s string) string {
 	return b.String()
 }
 
-
 // arithmeticHazard reports whether v, read by bash as an arithmetic
 // expression, would run a command: a subscript holding an expansion
 // (a[$(id)], a[`id`], a[$x] whose x holds one in turn).
