@@ -285,6 +285,19 @@ func (a *shellAnalysis) taint(f *syntax.File) {
 						mark(wi.Name.Value, w)
 					}
 				}
+			case *syntax.Stmt:
+				// read x <<< ${inputs.v}: x holds the value.
+				call, ok := n.Cmd.(*syntax.CallExpr)
+				if !ok || len(call.Args) == 0 || !nameTakers[call.Args[0].Lit()] {
+					break
+				}
+				for _, r := range n.Redirs {
+					for _, w := range call.Args[1:] {
+						if name := w.Lit(); name != "" && !strings.HasPrefix(name, "-") {
+							mark(name, r)
+						}
+					}
+				}
 			}
 			return true
 		})
@@ -609,6 +622,9 @@ func (t *Template) EvalArgs(sc *Scope, p node.ShellParams, unsafe bool) (any, er
 		}
 		out[k] = x
 	}
+	if v, has := m[p.Args]; has && p.Args != "" && hasRefs(v) {
+		return nil, fmt.Errorf("%s holds references: write each in the shell command where it is used", p.Args)
+	}
 	if ts, isT := m[p.Command].(*tstring); isT && p.Command != "" {
 		c := ts.shellCommand()
 		for _, pr := range c.problems {
@@ -631,6 +647,27 @@ func (t *Template) EvalArgs(sc *Scope, p node.ShellParams, unsafe bool) (any, er
 		}
 	}
 	return out, nil
+}
+
+// hasRefs reports whether a compiled value holds a reference.
+func hasRefs(v any) bool {
+	switch v := v.(type) {
+	case *tstring:
+		return true
+	case []any:
+		for _, e := range v {
+			if hasRefs(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			if hasRefs(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // argvValues checks, at run time, the references that begin an argument
@@ -729,6 +766,9 @@ func shellCheck(d *Def, tools map[string]*mcp.Tool) (bad, warn Errors) {
 		}
 		fail := func(at Pos, format string, a ...any) {
 			bad = append(bad, &Error{Pos: at, Msg: fmt.Sprintf("step %s: ", s.ID) + fmt.Sprintf(format, a...)})
+		}
+		if v, has := args[p.Args]; has && p.Args != "" && hasRefs(v) {
+			fail(s.argsPos, "%s of %s holds references: write each in the command where it is used (wc -l ${inputs.file}), and nerve passes it as a variable, checked for where it stands", p.Args, s.Call)
 		}
 		if ts, isT := args[p.Command].(*tstring); isT && p.Command != "" {
 			c := ts.shellCommand()

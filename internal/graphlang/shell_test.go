@@ -86,6 +86,7 @@ var refusedCommands = []struct{ command, why string }{
 	{`$EDITOR ${inputs.x}`, "chosen only when the command runs"},
 	{`x=${inputs.x}; eval "$x"`, "argument of eval"},
 	{`f() { eval "$1"; }; f ${inputs.x}`, "argument of eval"},
+	{`read -r line <<< ${inputs.x}; eval "$line"`, "argument of eval"},
 	{`echo $(( ${inputs.x} + 1 ))`, "evaluates arithmetic"},
 	{`(( n = ${inputs.x} ))`, "evaluates arithmetic"},
 	{`let n=${inputs.x}`, "evaluates arithmetic"},
@@ -133,6 +134,9 @@ func TestUnsafeShellOptsOut(t *testing.T) {
 	}
 	if err := checkShell(t, shellGraph(`echo '${inputs.x}'`, ", unsafe_shell: true")); err == nil || !strings.Contains(err.Error(), "single quotes") {
 		t.Errorf("a reference in single quotes with unsafe_shell: %v", err)
+	}
+	if err := checkShell(t, "inputs: {x: string}\nsteps:\n  s: {call: sh.bash, args: {command: 'eval \"$1\"', args: [\"${inputs.x}\"]}}\n"); err == nil || !strings.Contains(err.Error(), "args of sh.bash holds references") {
+		t.Errorf("values given in args by hand: %v", err)
 	}
 	if _, err := Parse([]byte(shellGraph(`echo ${raw inputs.x}`, ""))); err == nil || !strings.Contains(err.Error(), "raw is gone") {
 		t.Errorf("${raw ...}: %v", err)
