@@ -748,3 +748,15 @@ func firstN(s string) string {
 	}
 	return s
 }
+
+// A shell left with set -u still takes calls with and without values.
+func TestArgsUnderSetU(t *testing.T) {
+	n, _ := startNode(t, node.Spec{})
+	call(t, n, "set -u", 0)
+	if r := call(t, n, "echo ok", 0); r.text != "ok\n" || r.isErr {
+		t.Errorf("a call with no values under set -u: %q", r.text)
+	}
+	if r := callArgs(t, n, map[string]any{"command": `echo "$1"`, "args": []string{"v"}}); r.text != "v\n" || r.isErr {
+		t.Errorf("a call with a value under set -u: %q", r.text)
+	}
+}

@@ -384,7 +384,10 @@ func (s *shell) writeStdin(text string, deadline time.Time) error {
 // callLine is what the shell reads for each call: two lines, because an
 // interactive bash abandons the rest of a line after some errors (`exit 1
 // 2`: too many arguments, `${X?unset}`), and the end marker must come.
-const callLine = "__nerve_pre && { set -- \"${__nerve_a[@]}\"; eval \"$__nerve_cmd\"; } </dev/null 2>&1\n__nerve_post $?; set --\n"
+//
+// ${a[@]+"${a[@]}"} is "${a[@]}" that bash before 4.4 accepts under set -u
+// when a is empty.
+const callLine = "__nerve_pre && { set -- ${__nerve_a[@]+\"${__nerve_a[@]}\"}; eval \"$__nerve_cmd\"; } </dev/null 2>&1\n__nerve_post $?; set --\n"
 
 func (s *shell) send(seq uint64, command string, values []string, deadline time.Time) error {
 	if err := s.writeStdin(callLine, deadline); err != nil {
