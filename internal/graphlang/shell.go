@@ -3,6 +3,7 @@ package graphlang
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -65,7 +66,7 @@ type shellProblem struct {
 	placement bool
 }
 
-// shellCommandOf compiles ts as a shell command, once.
+// shellCommand is ts compiled as a shell command, once.
 func (ts *tstring) shellCommand() *shellCommand {
 	ts.shellOnce.Do(func() { ts.shellCmd = compileShell(ts) })
 	return ts.shellCmd
@@ -125,7 +126,7 @@ func compileShell(ts *tstring) *shellCommand {
 				}
 			}
 		case *syntax.Stmt:
-			a.stmt(n, stack)
+			a.stmt(n)
 		}
 		stack = append(stack, n)
 		return true
@@ -136,6 +137,8 @@ func compileShell(ts *tstring) *shellCommand {
 		}
 	}
 	// Quote the unquoted references, back to front: each is one word.
+	// (Walk visits a statement's redirections after its words.)
+	slices.Sort(quotes)
 	out := []byte(src)
 	for k := len(quotes) - 1; k >= 0; k-- {
 		at := quotes[k]
@@ -362,7 +365,7 @@ func (a *shellAnalysis) place(i int, stack []syntax.Node) (quote bool) {
 
 // stmt checks the command a statement runs: the program a value reaches,
 // and pipes into a program that reads code from its input.
-func (a *shellAnalysis) stmt(st *syntax.Stmt, stack []syntax.Node) {
+func (a *shellAnalysis) stmt(st *syntax.Stmt) {
 	switch cmd := st.Cmd.(type) {
 	case *syntax.CallExpr:
 		for _, as := range cmd.Assigns {

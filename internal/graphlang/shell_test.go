@@ -160,6 +160,7 @@ func TestShellCommandText(t *testing.T) {
 		{`X=${inputs.x} python3 -c 'import os; print(os.environ["X"])'`, `X="${1}" python3 -c 'import os; print(os.environ["X"])'`},
 		{`timeout 5 git log -- ${inputs.x}`, `timeout 5 git log -- "${1}"`},
 		{`grep -c x ${inputs.x} # count`, `grep -c x "${1}" # count`},
+		{`> ${inputs.x} echo ${inputs.y}`, `> "${1}" echo "${2}"`},
 	} {
 		if err := checkShell(t, shellGraph(tt.command, "")); err != nil {
 			t.Errorf("%s: refused: %v", tt.command, err)
