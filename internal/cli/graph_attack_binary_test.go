@@ -101,7 +101,7 @@ func TestBinaryGraphAttacks(t *testing.T) {
 				name = "good"
 			}
 			_, errs, code := n.Run("graph", verb, name, "--from", path)
-			if code != ExitUsage || !strings.Contains(errs, path+":3:") || !strings.Contains(errs, "of the command of w.bash: ") {
+			if code != ExitUsage || !strings.Contains(errs, path+":3:") || !strings.Contains(errs, "in the command of w.bash: ") {
 				t.Errorf("graph %s %s\n  exit %d: %s\n  want exit %d naming %s:3:COL and why", verb, tmpl, code, errs, ExitUsage, path)
 			}
 		}

@@ -208,6 +208,6 @@ func TestGraphAddShellWarnings(t *testing.T) {
 	runSteps(t, env, out, errb, []step{
 		{argv: []string{"node", "add", "bash", "sh"}},
 		{argv: []string{"graph", "add", "unsafe", "--from", unsafe}, stderr: "warning: " + unsafe + ":3:3: step s: unsafe_shell: nerve does not refuse its values where they can run as code in sh.bash"},
-		{argv: []string{"graph", "add", "second", "--from", second}, code: ExitUsage, stderr: second + ":3:38: step s: ${inputs.x} at line 1, column 16 of the command of sh.bash: it is an argument of bash, a shell"},
+		{argv: []string{"graph", "add", "second", "--from", second}, code: ExitUsage, stderr: second + ":3:54: step s: ${inputs.x} in the command of sh.bash: it is an argument of bash, a shell"},
 	})
 }

@@ -115,6 +115,7 @@ type Def struct {
 	Output      *Template
 	MaxParallel int
 	byID        map[string]*Step
+	src         string // as written, to place a mistake inside a string
 }
 
 // Step returns the step called id, or nil.
@@ -148,6 +149,7 @@ func ParseAll(src []byte) (*Def, error) {
 	}
 	p := &parser{}
 	d := p.def(doc.Content[0])
+	d.src = string(src)
 	p.link(d)
 	if len(p.errs) > 0 {
 		sortErrors(p.errs)

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"mvdan.cc/sh/v3/syntax"
@@ -652,6 +653,56 @@ func (t *Template) EvalArgs(sc *Scope, p node.ShellParams, unsafe bool) (any, er
 	return out, nil
 }
 
+// refIn is where ts.refs[i] is written in the graph's source, the string
+// ts being written at str; false when it cannot be found as written (an
+// escape in a quoted string spells it otherwise).
+func (d *Def) refIn(str Pos, ts *tstring, i int) (Pos, bool) {
+	if str.Line < 1 {
+		return Pos{}, false
+	}
+	// The string's first byte.
+	off := 0
+	for line := 1; line < str.Line; line++ {
+		nl := strings.IndexByte(d.src[off:], '\n')
+		if nl < 0 {
+			return Pos{}, false
+		}
+		off += nl + 1
+	}
+	for col := 1; col < str.Col && off < len(d.src); col++ {
+		_, size := utf8.DecodeRuneInString(d.src[off:])
+		off += size
+	}
+	// The same reference may come earlier in the string; $${ is no
+	// reference.
+	want := "${" + ts.refs[i].Src + "}"
+	nth := 0
+	for k := 0; k < i; k++ {
+		if ts.refs[k].Src == ts.refs[i].Src {
+			nth++
+		}
+	}
+	for {
+		k := strings.Index(d.src[off:], want)
+		if k < 0 {
+			return Pos{}, false
+		}
+		off += k
+		if off > 0 && d.src[off-1] == '$' {
+			off += len(want)
+			continue
+		}
+		if nth == 0 {
+			break
+		}
+		nth--
+		off += len(want)
+	}
+	line := 1 + strings.Count(d.src[:off], "\n")
+	start := strings.LastIndexByte(d.src[:off], '\n') + 1
+	return Pos{line, utf8.RuneCountInString(d.src[start:off]) + 1}, true
+}
+
 // hasRefs reports whether a compiled value holds a reference.
 func hasRefs(v any) bool {
 	switch v := v.(type) {
@@ -783,8 +834,13 @@ func shellCheck(d *Def, tools map[string]*mcp.Tool) (bad, warn Errors) {
 			}
 			for _, pr := range c.problems {
 				if pr.placement || !s.UnsafeShell {
+					r := ts.refs[pr.ref]
+					if at, ok := d.refIn(s.Args.at(r), ts, pr.ref); ok {
+						fail(at, "${%s} in the command of %s: %s", r.Src, s.Call, pr.msg)
+						continue
+					}
 					at := c.at[pr.ref]
-					fail(s.Args.at(ts.refs[pr.ref]), "${%s} at line %d, column %d of the command of %s: %s", ts.refs[pr.ref].Src, at.line, at.col, s.Call, pr.msg)
+					fail(s.Args.at(r), "${%s} at line %d, column %d of the command of %s: %s", r.Src, at.line, at.col, s.Call, pr.msg)
 				}
 			}
 		}

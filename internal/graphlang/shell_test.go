@@ -282,3 +282,16 @@ func FuzzShellTemplate(f *testing.F) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// A refusal names the line and column where the reference is written,
+// inside a flow string with escapes or a block of several lines.
+func TestShellRefusalPlace(t *testing.T) {
+	for src, want := range map[string]string{
+		shellGraph(`echo ${inputs.x}; bash -c "echo ${inputs.x}"`, ""):                                                                   "3:72: step s: ${inputs.x} in the command of sh.bash: it is an argument of bash",
+		"inputs: {x: string}\nsteps:\n  s:\n    call: sh.bash\n    args:\n      command: |\n        echo ok\n        eval ${inputs.x}\n": "8:14: step s: ${inputs.x} in the command of sh.bash: it is an argument of eval",
+	} {
+		if err := checkShell(t, src); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\n  got  %v\n  want %s", src, err, want)
+		}
+	}
+}
