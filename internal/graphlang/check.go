@@ -302,11 +302,12 @@ func (d *Def) InputSchema() map[string]any {
 
 // Check is the graph kind's node.Check, run by the session before a graph
 // is added or replaces one: every mistake of the definition — its format,
-// its calls against the session's tools (names, arguments), cycles through
-// the session's other graphs — in one *Mistakes, each at LINE:COLUMN of
-// the source. The warnings name raw references that reach a shell and
-// calls that could not be checked because their node is down (a graph may
-// be edited while a node it uses is down), each at LINE:COLUMN too.
+// its calls against the session's tools (names, arguments), its shell
+// commands (shell.go), cycles through the session's other graphs — in one
+// *Mistakes, each at LINE:COLUMN of the source. The warnings name the
+// steps that opt out of the shell's checks (unsafe_shell) and calls that
+// could not be checked because their node is down (a graph may be edited
+// while a node it uses is down), each at LINE:COLUMN too.
 func Check(ctx context.Context, spec node.Spec, c *node.Catalogue) ([]string, error) {
 	var o Options
 	if err := spec.DecodeOptions(&o); err != nil {
