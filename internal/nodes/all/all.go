@@ -3,7 +3,6 @@
 package all
 
 import (
-	"github.com/nerve-dev/nerve/internal/graphlang"
 	"github.com/nerve-dev/nerve/internal/nodes/bash"
 	"github.com/nerve-dev/nerve/internal/nodes/claude"
 	"github.com/nerve-dev/nerve/internal/nodes/graph"
@@ -21,7 +20,7 @@ func Registry(mcp *mcpnode.Options) *session.Registry {
 	r.Register(bash.Kind, bash.New)
 	r.Register(claude.Kind, claude.New)
 	r.Register(graph.Kind, graph.New)
-	r.RegisterCheck(graph.Kind, graphlang.Check)
+	r.RegisterCheck(graph.Kind, graph.Check)
 	r.Register(identity.Kind, identity.New)
 	r.Register(llm.Kind, llm.New)
 	r.Register(mcpnode.Kind, mcpnode.Factory(mcp))

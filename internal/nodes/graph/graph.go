@@ -26,6 +26,10 @@ import (
 // Kind is the node kind name.
 const Kind = graphlang.Kind
 
+// Check is the kind's node.Check: the language's checks of a definition
+// against the session (graphlang.Check).
+var Check = graphlang.Check
+
 // Node is a graph node.
 type Node struct {
 	node.Base
