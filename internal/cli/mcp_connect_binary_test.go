@@ -116,22 +116,13 @@ func TestBinaryMCPConnectKeepsComments(t *testing.T) {
 	n.Env = connectEnv(n, home)
 	path := filepath.Join(home, ".config", "Code", "User", "mcp.json")
 	os.MkdirAll(filepath.Dir(path), 0o700)
-	const before = `// VS Code: my MCP servers
-{
-	/* servers I use every day */
-	"servers": {
-		// GitHub, over HTTP
-		"github": {
-			"type": "http",
-			"url": "https://api.githubcopilot.com/mcp/", // the official one
-		},
-      "café ☕": { "command": "npx", "args": ["-y", "@x/café"], },   /* odd indentation */
-	},
-	"inputs": [
-		{"id": "tok", "type": "promptString", "description": "Token — ünïcödé",},
-	],
-}
-`
+	// A VS Code user mcp.json as people write them (clientconf's test
+	// reads it too).
+	b, err := os.ReadFile(filepath.Join(testutil.RepoRoot(t), "internal", "clientconf", "testdata", "vscode.jsonc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := string(b)
 	os.WriteFile(path, []byte(before), 0o600)
 	if out, errs, code := n.Run("mcp", "connect", "vscode"); code != 0 {
 		t.Fatalf("connect: exit %d\n%s%s", code, out, errs)
@@ -139,7 +130,7 @@ func TestBinaryMCPConnectKeepsComments(t *testing.T) {
 	entry := "\t\t\"nerve\": {\n\t\t\t\"type\": \"stdio\",\n\t\t\t\"command\": " + string(mustRaw(n.bin)) +
 		",\n\t\t\t\"args\": [\n\t\t\t\t\"mcp\",\n\t\t\t\t\"serve\"\n\t\t\t]\n\t\t},\n"
 	at := strings.Index(before, "\t},\n\t\"inputs\"")
-	b, _ := os.ReadFile(path)
+	b, _ = os.ReadFile(path)
 	if want := before[:at] + entry + before[at:]; string(b) != want {
 		t.Fatalf("the file after connect:\n%s\nwant every byte kept and the entry added:\n%s", b, want)
 	}

@@ -27,6 +27,17 @@ type Entry struct {
 // stays as it was. It returns data itself when nothing changes. Its
 // errors start with path, and LINE:COLUMN where the file is not JSONC.
 func SetEntry(path string, data []byte, key, name string, entry any, remove []string) ([]byte, error) {
+	// A byte-order mark from a Windows editor is kept, outside the tree.
+	if body, ok := bytes.CutPrefix(data, []byte(bom)); ok {
+		out, err := SetEntry(path, body, key, name, entry, remove)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Equal(out, body) {
+			return data, nil
+		}
+		return append([]byte(bom), out...), nil
+	}
 	unit := indentUnit(data)
 	if len(bytes.TrimSpace(data)) == 0 {
 		v, err := render(map[string]any{key: map[string]any{name: entry}}, "", unit)
@@ -96,6 +107,8 @@ func SetEntry(path string, data []byte, key, name string, entry any, remove []st
 	}
 	return root.Pack(), nil
 }
+
+const bom = "\xef\xbb\xbf"
 
 // syntaxError words hujson's "hujson: line L, column C: why" as
 // "PATH:L:C: why".

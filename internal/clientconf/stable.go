@@ -16,7 +16,7 @@ const InstallHint = "install nerve first: `CGO_ENABLED=0 go install github.com/n
 // cache (`go run`), or a file in a temp folder, both deleted behind the
 // client's back — or returns "" when it is one. It tells by the path's
 // shape alone, symbolic links resolved, and never runs the go command:
-// GOCACHE (getenv's, else the default os.UserCacheDir()/go-build), any
+// GOCACHE (getenv's, and the default os.UserCacheDir()/go-build), any
 // folder named go-build… (the go command's work folders, and its cache),
 // and GOTMPDIR, TMPDIR and os.TempDir().
 func Unstable(exe string, getenv func(string) string) string {
@@ -39,7 +39,11 @@ func Unstable(exe string, getenv func(string) string) string {
 	}
 	temp = append(temp, os.TempDir())
 	for _, p := range paths {
-		if under(p, cache) || goBuildFolder(p) {
+		cached, work := goBuildFolder(p)
+		if work {
+			return exe + " is the build of a `go run`, which the go command deletes when it exits"
+		}
+		if cached || under(p, cache) {
 			return exe + " is a copy in the go command's build cache (made by `go run`), which the go command deletes when it trims its cache"
 		}
 		if under(p, temp) {
@@ -49,15 +53,18 @@ func Unstable(exe string, getenv func(string) string) string {
 	return ""
 }
 
-// goBuildFolder reports whether a folder of path is named go-build…: the
-// go command's work folders (go-build123456) and its cache (…/go-build).
-func goBuildFolder(path string) bool {
+// goBuildFolder reports whether a folder of path is the go command's: its
+// cache (…/go-build) or one of its work folders (go-build123456).
+func goBuildFolder(path string) (cache, work bool) {
 	for _, e := range strings.Split(filepath.ToSlash(filepath.Dir(path)), "/") {
-		if strings.HasPrefix(e, "go-build") {
-			return true
+		switch {
+		case e == "go-build":
+			cache = true
+		case strings.HasPrefix(e, "go-build"):
+			work = true
 		}
 	}
-	return false
+	return cache, work
 }
 
 // under reports whether path is inside one of dirs (their symbolic links
