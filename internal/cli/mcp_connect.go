@@ -31,11 +31,16 @@ func mcpConnectCmd() *Command {
   cursor          ~/.cursor/mcp.json ("mcpServers")
 
 The file is backed up beside itself (FILE.nerve-backup-TIME) and the
-change is shown as a diff; everything else in it is kept. Running it again
-changes nothing. --move also imports the client's other servers into nerve
-(as ` + "`nerve mcp import`" + ` does) and removes from the client those nerve
-now runs, so every client shares one set of server processes. --dry-run
-shows the diff and writes nothing. Restart the client afterwards.
+change is shown as a diff; everything else in it is kept, comments and
+trailing commas included. Running it again changes nothing. A nerve run
+by ` + "`go run`" + ` or from a temp folder is refused: install it first
+(` + "`CGO_ENABLED=0 go install github.com/nerve-dev/nerve/cmd/nerve@latest`" + `).
+
+--move also imports the client's other servers into nerve (as
+` + "`nerve mcp import`" + ` does) and removes from the client those nerve now
+runs, so every client shares one set of server processes; a server that
+cannot move stays in the client, and the command exits 1. --dry-run shows
+the diff and writes nothing. Restart the client afterwards.
 
 Examples:
   nerve mcp connect claude-code --dry-run
