@@ -1,6 +1,6 @@
 module github.com/nerve-dev/nerve
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/chzyer/readline v1.5.1
@@ -12,7 +12,8 @@ require (
 	go.uber.org/zap v1.28.0
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/oauth2 v0.35.0
-	golang.org/x/sys v0.41.0
+	golang.org/x/sys v0.47.0
+	mvdan.cc/sh/v3 v3.14.1
 )
 
 require (

@@ -13,7 +13,6 @@ import (
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/logging"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
-	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcpnode"
 	"github.com/nerve-dev/nerve/internal/paths"
 	"github.com/nerve-dev/nerve/internal/tokenstore"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -91,7 +90,7 @@ func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
 		return nil, err
 	}
 	emb, err := daemon.StartEmbedded(ctx, &daemon.Options{
-		Registry:     all.Registry(&mcpnode.Options{Tokens: tokens}), // sign-ins of `nerve node auth`
+		Registry:     all.Registry(tokens), // sign-ins of `nerve node auth`
 		Logger:       log.Named("embedded"),
 		Version:      Version(),
 		DefaultNodes: firstNodes,

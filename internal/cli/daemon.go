@@ -13,8 +13,6 @@ import (
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/logging"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
-	"github.com/nerve-dev/nerve/internal/nodes/claude"
-	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcpnode"
 	"github.com/nerve-dev/nerve/internal/tokenstore"
 	"github.com/nerve-dev/nerve/pkg/client"
 )
@@ -101,12 +99,12 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err = daemon.Run(ctx, daemon.Options{
-		Registry: all.Registry(&mcpnode.Options{Tokens: tokens}),
+		Registry: all.Registry(tokens),
 		Logger:   log.Named("daemon"),
 		Version:  Version(),
 		Paths:    p,
 		// Config files of claude nodes whose daemon was killed.
-		Cleanups:     []func(string) error{claude.CleanupStale},
+		Cleanups:     all.Cleanups(),
 		MCPListen:    listen,
 		DefaultNodes: firstNodes,
 	}, func() {

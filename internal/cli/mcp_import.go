@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"reflect"
 	"runtime"
 	"slices"
@@ -17,8 +14,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/nerve-dev/nerve/internal/callline"
+	"github.com/nerve-dev/nerve/internal/clientconf"
 	"github.com/nerve-dev/nerve/internal/envfile"
-	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -75,6 +72,7 @@ type importItem struct {
 	Error  string     `json:"error,omitempty"`
 	Info   *node.Info `json:"info,omitempty"`
 	spec   node.Spec
+	srv    *clientconf.Server
 }
 
 func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
@@ -120,26 +118,18 @@ type mcpImport struct {
 // reporting the file's warnings and the servers written wrong. It returns
 // nil, and no error, when there is nothing to import.
 func readImport(env *Env, file string) (*mcpImport, error) {
-	abs, err := filepath.Abs(file)
-	if err != nil {
-		return nil, err
-	}
-	cfg, err := mcpconf.Load(abs)
 	// Servers written wrong are reported and the others imported: one bad
 	// server does not stop the rest. A file that is not usable at all is.
-	var bad *mcpconf.ServerErrors
-	if err != nil && !errors.As(err, &bad) {
+	cfg, err := clientconf.Load(file)
+	if err != nil {
 		return nil, &UsageError{Msg: fmt.Sprintf("%v\nnothing was imported: fix the file and run `nerve mcp import %s` again", err, file)}
 	}
 	for _, w := range cfg.Warnings {
 		fmt.Fprintf(env.Stderr, "nerve: warning: %s\n", w)
 	}
-	im := &mcpImport{env: env, file: file}
-	if bad != nil {
-		im.bad = len(bad.Errs)
-		for _, e := range bad.Errs {
-			fmt.Fprintf(env.Stderr, "nerve: not imported: %v\n", e)
-		}
+	im := &mcpImport{env: env, file: file, bad: len(cfg.Bad)}
+	for _, e := range cfg.Bad {
+		fmt.Fprintf(env.Stderr, "nerve: not imported: %v\n", e)
 	}
 	if len(cfg.Servers) == 0 {
 		fmt.Fprintf(env.Stderr, "%s has no usable servers: nothing to import\n", file)
@@ -148,7 +138,10 @@ func readImport(env *Env, file string) (*mcpImport, error) {
 		}
 		return nil, nil
 	}
-	im.items = planImport(cfg, filepath.Dir(abs))
+	for i := range cfg.Servers {
+		srv := &cfg.Servers[i]
+		im.items = append(im.items, importItem{Server: srv.Name, Node: srv.Node, spec: srv.Spec, srv: srv})
+	}
 	return im, nil
 }
 
@@ -292,123 +285,11 @@ const statusNerve = "nerve itself"
 func markNerveItself(items []importItem, own string) {
 	self, _ := selfExe()
 	for i := range items {
-		srv, _, err := mcpconf.ServerFromSpec(items[i].spec)
-		if err != nil {
-			continue
-		}
-		if why := nerveServer(srv, self, own); why != "" {
+		if why := items[i].srv.Nerve(self, own); why != "" {
 			items[i].Status = statusNerve
 			items[i].Error = why + ": a session cannot contain nerve itself (its tools would include their own copies without end)"
 		}
 	}
-}
-
-// nerveServer says why srv is nerve's own MCP server, or "" if it is not.
-// self is this program's path; own is this daemon's MCP endpoint URL.
-func nerveServer(srv mcpconf.Server, self, own string) string {
-	if srv.Transport != "stdio" {
-		if own != "" {
-			u, err1 := url.Parse(srv.URL)
-			o, err2 := url.Parse(own)
-			if err1 == nil && err2 == nil && u.Host == o.Host && strings.HasPrefix(u.Path, "/mcp") {
-				return "it is this nerve's MCP endpoint (" + srv.URL + ")"
-			}
-		}
-		return ""
-	}
-	argv := srv.Command
-	if len(argv) == 0 {
-		return ""
-	}
-	serve := false
-	for i := 1; i+1 < len(argv); i++ {
-		if argv[i] == "mcp" && argv[i+1] == "serve" {
-			serve = true
-			break
-		}
-	}
-	if !serve {
-		return ""
-	}
-	prog := filepath.Base(argv[0])
-	switch {
-	case strings.TrimSuffix(prog, ".exe") == "nerve":
-	case sameFile(argv[0], self):
-	case prog == "go" && slices.Contains(argv, "run") && slices.ContainsFunc(argv, func(a string) bool {
-		return a == "./cmd/nerve" || strings.HasSuffix(a, "/cmd/nerve") || strings.HasSuffix(a, "/cmd/nerve@latest") || strings.Contains(a, "/cmd/nerve@")
-	}):
-	default:
-		return ""
-	}
-	return "it runs `" + strings.Join(argv, " ") + "`, nerve's own MCP server"
-}
-
-// sameFile reports whether program (a path, or a name looked up in PATH)
-// is the file self.
-func sameFile(program, self string) bool {
-	if self == "" {
-		return false
-	}
-	p, err := exec.LookPath(program)
-	if err != nil {
-		return false
-	}
-	a, err1 := os.Stat(p)
-	b, err2 := os.Stat(self)
-	return err1 == nil && err2 == nil && os.SameFile(a, b)
-}
-
-// planImport turns the servers of cfg into node specs, their ids made from
-// the servers' names. Relative folders are relative to the config file's
-// folder, where a server with none is started.
-func planImport(cfg *mcpconf.Config, dir string) []importItem {
-	used := map[string]bool{}
-	items := make([]importItem, 0, len(cfg.Servers))
-	for _, srv := range cfg.Servers {
-		id := uniqueID(nodeIDFromName(srv.Name), used)
-		switch {
-		case srv.Transport != "stdio":
-		case srv.Cwd == "":
-			srv.Cwd = dir
-		case !filepath.IsAbs(srv.Cwd) && !strings.Contains(srv.Cwd, "${") && !strings.HasPrefix(srv.Cwd, "~"):
-			srv.Cwd = filepath.Join(dir, srv.Cwd)
-		}
-		items = append(items, importItem{Server: srv.Name, Node: id, spec: srv.Spec(id)})
-	}
-	return items
-}
-
-// nodeIDFromName makes a node id of an MCP server's name: lower case,
-// characters a node id cannot hold made '-', at most 63 characters.
-func nodeIDFromName(name string) string {
-	b := make([]byte, 0, len(name))
-	for _, r := range strings.ToLower(name) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_', r == '-':
-			b = append(b, byte(r))
-		default:
-			b = append(b, '-')
-		}
-	}
-	id := strings.TrimLeft(string(b), "-_")
-	if len(id) > 63 {
-		id = strings.TrimRight(id[:63], "-_")
-	}
-	if id == "" {
-		id = "mcp"
-	}
-	return id
-}
-
-// uniqueID returns id, or id-2, id-3, … when id is taken, and marks it used.
-func uniqueID(id string, used map[string]bool) string {
-	out := id
-	for n := 2; used[out]; n++ {
-		suffix := fmt.Sprintf("-%d", n)
-		out = id[:min(len(id), 63-len(suffix))] + suffix
-	}
-	used[out] = true
-	return out
 }
 
 // importOne adds one server's node, or skips it when the session already
@@ -454,15 +335,11 @@ func sameSpec(a, b node.Spec) bool {
 // warnUnset warns when a server refers to a variable that is not set in
 // this environment: the node would fail to start.
 func warnUnset(env *Env, it *importItem, file string) {
-	srv, _, err := mcpconf.ServerFromSpec(it.spec)
-	if err != nil {
-		return
-	}
 	lookup := func(k string) (string, bool) {
 		v := env.getenv(k)
 		return v, v != ""
 	}
-	if _, err := srv.Expand(lookup, file); err != nil {
+	if err := it.srv.Expand(lookup, file); err != nil {
 		fmt.Fprintf(env.Stderr, "nerve: warning: %v (node %s would fail to start until it is set)\n", err, it.Node)
 	}
 }
@@ -472,10 +349,6 @@ func warnUnset(env *Env, it *importItem, file string) {
 // environment), but a daemon that restarts will not, and the node would
 // fail to start then. It offers to keep it with `nerve env set`.
 func noteShellOnly(env *Env, it *importItem) {
-	srv, _, err := mcpconf.ServerFromSpec(it.spec)
-	if err != nil {
-		return
-	}
 	kept := map[string]bool{}
 	if path, err := envPath(env); err == nil {
 		if es, err := envfile.Load(path); err == nil {
@@ -492,37 +365,10 @@ func noteShellOnly(env *Env, it *importItem) {
 		}
 		return v, v != ""
 	}
-	_, _ = srv.Expand(lookup, "")
+	_ = it.srv.Expand(lookup, "")
 	for _, k := range shellOnly {
 		fmt.Fprintf(env.Stderr, "nerve: note: ${%s} of node %s comes from this shell only; a restarted daemon will not have it: keep it with `nerve env set %s=…`\n", k, it.Node, k)
 	}
-}
-
-// configPlaces are where the MCP clients people use keep their servers,
-// for `nerve mcp import` with no FILE and no ./.mcp.json.
-func configPlaces(home, goos, appData string) []string {
-	places := []string{
-		".mcp.json", // Claude Code, project
-		filepath.Join(".cursor", "mcp.json"),
-		filepath.Join(".vscode", "mcp.json"),
-		filepath.Join(home, ".claude.json"), // Claude Code, user
-		filepath.Join(home, ".cursor", "mcp.json"),
-	}
-	switch goos {
-	case "darwin":
-		places = append(places,
-			filepath.Join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json"),
-			filepath.Join(home, "Library", "Application Support", "Code", "User", "mcp.json"))
-	case "windows":
-		places = append(places,
-			filepath.Join(appData, "Claude", "claude_desktop_config.json"),
-			filepath.Join(appData, "Code", "User", "mcp.json"))
-	default:
-		places = append(places,
-			filepath.Join(home, ".config", "Claude", "claude_desktop_config.json"),
-			filepath.Join(home, ".config", "Code", "User", "mcp.json"))
-	}
-	return places
 }
 
 // noDefaultConfig answers `nerve mcp import` run where there is no
@@ -531,14 +377,14 @@ func configPlaces(home, goos, appData string) []string {
 func noDefaultConfig(env *Env, inv *Invocation) error {
 	home, _ := os.UserHomeDir()
 	var found []string
-	for _, p := range configPlaces(home, runtime.GOOS, env.getenv("APPDATA")) {
+	for _, p := range clientconf.Places(home, runtime.GOOS, env.getenv("APPDATA")) {
 		if _, err := os.Stat(p); err != nil {
 			continue
 		}
 		what := ""
-		if cfg, err := mcpconf.Load(p); err != nil && cfg == nil {
+		if cfg, err := clientconf.Load(p); err != nil {
 			what = "cannot be read: " + firstLine(err.Error())
-		} else if cfg != nil {
+		} else {
 			what = fmt.Sprintf("%d server%s", len(cfg.Servers), plural(len(cfg.Servers)))
 		}
 		found = append(found, fmt.Sprintf("  nerve mcp import %s    (%s)", callline.Quote(p), what))
@@ -559,19 +405,11 @@ func writeImportPlan(env *Env, items []importItem) error {
 			continue
 		}
 		adds++
-		srv, _, err := mcpconf.ServerFromSpec(it.spec)
-		if err != nil {
-			fmt.Fprintf(tw, "%s\t%s\t-\t%v\n", it.Server, it.Node, err)
-			continue
-		}
-		runs := srv.URL
-		if srv.Transport == "stdio" {
-			runs = strings.Join(srv.Command, " ")
-		}
+		runs := it.srv.Runs()
 		if it.spec.Stopped {
 			runs += "  (disabled: added stopped)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Server, it.Node, srv.Transport, runs)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", it.Server, it.Node, it.srv.Transport(), runs)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

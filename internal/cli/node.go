@@ -259,6 +259,10 @@ func runNodeReset(ctx context.Context, env *Env, inv *Invocation) error {
 	return nil
 }
 
+// kindMCP is the kind whose nodes `nerve node sync --all` refreshes: the
+// nodes whose tools come from a server.
+const kindMCP = "mcp"
+
 func runNodeSync(ctx context.Context, env *Env, inv *Invocation) error {
 	all := inv.Bool("all")
 	if all == (len(inv.Args) > 0) {

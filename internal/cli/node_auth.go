@@ -16,10 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
-	"github.com/nerve-dev/nerve/internal/mcpconf"
-	mcpnode "github.com/nerve-dev/nerve/internal/nodes/mcpnode"
 	"github.com/nerve-dev/nerve/internal/tokenstore"
-	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // signInWait bounds how long `nerve node auth` waits for the browser.
@@ -53,19 +50,13 @@ func runNodeAuth(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	if d.Spec.Kind != kindMCP {
+	k := kindCLI(d.Spec.Kind)
+	if k == nil || k.SignIn == nil {
 		return usagef(inv, "node %q is a %s node: only mcp nodes of a remote server (--url) sign in", id, d.Spec.Kind)
 	}
-	srv, _, err := mcpconf.ServerFromSpec(d.Spec)
+	u, err := k.SignIn.Target(d.Spec, func(name string) (string, bool) { v := env.getenv(name); return v, v != "" })
 	if err != nil {
-		return err
-	}
-	if srv.Transport != "http" {
-		return usagef(inv, "node %q speaks %s: OAuth sign-in is for servers over streamable HTTP (a --url node)", id, srv.Transport)
-	}
-	u, err := mcpconf.Expand(srv.URL, func(k string) (string, bool) { v := env.getenv(k); return v, v != "" })
-	if err != nil {
-		return fmt.Errorf("node %q: url: %w", id, err)
+		return kindError(inv, err)
 	}
 	p, err := env.paths()
 	if err != nil {
@@ -76,7 +67,7 @@ func runNodeAuth(ctx context.Context, env *Env, inv *Invocation) error {
 		return err
 	}
 	if inv.Bool("logout") {
-		if err := mcpnode.Logout(store, u); err != nil {
+		if err := k.SignIn.Logout(store, u); err != nil {
 			return err
 		}
 		fmt.Fprintf(env.Stderr, "forgot the sign-in to %s\n", u)
@@ -92,19 +83,13 @@ func runNodeAuth(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 
 	var asked atomic.Bool
-	authorize := func(ctx context.Context, _ string, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	authorize := func(ctx context.Context, authURL string) (*auth.AuthorizationResult, error) {
 		asked.Store(true)
-		return browserSignIn(ctx, env, id, args.URL)
-	}
-	n, err := mcpnode.Factory(&mcpnode.Options{Authorize: authorize, Tokens: store})(d.Spec, node.Env{})
-	if err != nil {
-		return err
+		return browserSignIn(ctx, env, id, authURL)
 	}
 	sctx, cancel := context.WithTimeout(ctx, signInWait)
 	defer cancel()
-	startErr := n.Start(sctx)
-	_ = n.Stop(context.Background())
-	if startErr != nil {
+	if startErr := k.SignIn.Run(sctx, d.Spec, store, authorize); startErr != nil {
 		return fmt.Errorf("signing in to %s: %w", u, startErr)
 	}
 	if asked.Load() {

@@ -1,4 +1,4 @@
-package graph
+package graphlang
 
 import (
 	"fmt"
@@ -76,7 +76,7 @@ func TestDollarEscapeWithoutReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := tpl.eval(&scope{})
+	v, err := tpl.Eval(&Scope{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,26 +85,6 @@ func TestDollarEscapeWithoutReference(t *testing.T) {
 		if m[k] != want {
 			t.Errorf("%s = %q, want %q", k, m[k], want)
 		}
-	}
-}
-
-// Issue 21, item 4: runs that overlap rewrote the files of runs pruned
-// when a later one began, and a recursion kept 9,979 records. Now at most
-// maxRunFiles stay after every write.
-func TestOverlappingRunsArePruned(t *testing.T) {
-	dir := t.TempDir()
-	s := newRunStore(dir, "g")
-	d := &Def{Steps: []*Step{{ID: "a"}}}
-	var runs []*activeRun
-	for range maxRunFiles + 30 {
-		runs = append(runs, s.begin(nil, d, "", nil))
-	}
-	for i := len(runs) - 1; i >= 0; i-- { // the innermost ends first
-		runs[i].step(StepRecord{ID: "a", State: "done"})
-		runs[i].end("x", nil, false)
-	}
-	if n := len(s.files()); n > maxRunFiles {
-		t.Errorf("%d run files kept after %d overlapping runs; want at most %d", n, len(runs), maxRunFiles)
 	}
 }
 

@@ -1,4 +1,4 @@
-package graph
+package graphlang
 
 import (
 	"fmt"
@@ -17,7 +17,7 @@ type Expr struct {
 }
 
 type exprNode interface {
-	eval(sc *scope) (any, error)
+	eval(sc *Scope) (any, error)
 }
 
 type (
@@ -30,14 +30,14 @@ type (
 	}
 )
 
-func (n litNode) eval(*scope) (any, error)    { return n.v, nil }
-func (n refNode) eval(sc *scope) (any, error) { return sc.resolve(n.r) }
-func (n notNode) eval(sc *scope) (any, error) {
+func (n litNode) eval(*Scope) (any, error)    { return n.v, nil }
+func (n refNode) eval(sc *Scope) (any, error) { return sc.resolve(n.r) }
+func (n notNode) eval(sc *Scope) (any, error) {
 	v, err := n.x.eval(sc)
 	return !truthy(v), err
 }
 
-func (n binNode) eval(sc *scope) (any, error) {
+func (n binNode) eval(sc *Scope) (any, error) {
 	l, err := n.l.eval(sc)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func compare(a, b any, op string) (bool, error) {
 	case sas && sbs:
 		c = strings.Compare(sa, sb)
 	default:
-		return false, fmt.Errorf("cannot compare %s %s %s", typeName(a), op, typeName(b))
+		return false, fmt.Errorf("cannot compare %s %s %s", TypeName(a), op, TypeName(b))
 	}
 	switch op {
 	case "<":
@@ -143,7 +143,7 @@ func truthy(v any) bool {
 }
 
 // Eval returns whether the condition holds in sc.
-func (e *Expr) eval(sc *scope) (bool, error) {
+func (e *Expr) Eval(sc *Scope) (bool, error) {
 	v, err := e.root.eval(sc)
 	if err != nil {
 		return false, fmt.Errorf("when %q: %w", clipText(e.src), err)

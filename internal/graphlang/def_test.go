@@ -1,4 +1,4 @@
-package graph
+package graphlang
 
 import (
 	"strings"
@@ -120,9 +120,9 @@ func TestCheckCalls(t *testing.T) {
 }
 
 func TestExpr(t *testing.T) {
-	sc := &scope{
-		inputs: map[string]any{"n": 3.0, "s": "abc", "ok": true, "list": []any{1.0}},
-		results: func(id string) *StepResult {
+	sc := &Scope{
+		Inputs: map[string]any{"n": 3.0, "s": "abc", "ok": true, "list": []any{1.0}},
+		Results: func(id string) *StepResult {
 			if id == "a" {
 				return &StepResult{Text: "42", IsError: false, Structured: map[string]any{"k": []any{"x"}}}
 			}
@@ -151,7 +151,7 @@ func TestExpr(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.src, err)
 		}
-		got, err := e.eval(sc)
+		got, err := e.Eval(sc)
 		if err != nil || got != tt.want {
 			t.Errorf("%s = %v, %v; want %v", tt.src, got, err, tt.want)
 		}
@@ -162,7 +162,7 @@ func TestExpr(t *testing.T) {
 		}
 	}
 	e, _ := ParseExpr("${inputs.s} < 1")
-	if _, err := e.eval(sc); err == nil || !strings.Contains(err.Error(), "cannot compare a string < a number") {
+	if _, err := e.Eval(sc); err == nil || !strings.Contains(err.Error(), "cannot compare a string < a number") {
 		t.Errorf("comparing a string with a number: %v", err)
 	}
 }
@@ -176,7 +176,7 @@ func TestTemplateKeepsTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := tpl.eval(&scope{inputs: map[string]any{"obj": map[string]any{"a": 1.0}, "s": "x"}})
+	v, err := tpl.Eval(&Scope{Inputs: map[string]any{"obj": map[string]any{"a": 1.0}, "s": "x"}})
 	if err != nil {
 		t.Fatal(err)
 	}

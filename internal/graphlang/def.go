@@ -1,14 +1,14 @@
-// Package graph is the graph node kind: a DAG of steps, each a call of a
-// session tool (`node.tool`, any kind, other graphs included), run as one
-// tool named "run" whose input schema comes from the graph's inputs.
-//
-// A graph is defined in YAML or JSON (see docs/graphs.md); Parse reads it
-// with line:column positions so a person is told where a mistake is. The
-// engine (Run) resolves ${...} references, runs independent steps in
-// parallel and applies each step's policies (when, foreach, timeout, retry,
-// on_error). Only internal/nodes/all and the CLI import this package; it
-// reaches other nodes through node.Env.Tools, never directly.
-package graph
+// Package graphlang is the language of the graph node kind: a graph's
+// definition in YAML or JSON (docs/graphs.md), read with line:column
+// positions so a person is told where a mistake is (Parse); its ${...}
+// references and templates and their evaluation against a run's values
+// (Scope); `when:` conditions (Expr); the checks run when a graph is added
+// or replaced (Check: calls against the session's tools, cycles through
+// other graphs, the shell commands of shell.go); and AddStep, the REPL's
+// graph builder. It runs nothing: the runtime is internal/nodes/graph, and
+// internal/graphdraw draws a definition. It imports pkg/node and the MCP
+// vocabulary, never the session or another kind.
+package graphlang
 
 import (
 	"bytes"
@@ -95,11 +95,15 @@ type Step struct {
 	Default     any
 	HasDefault  bool
 	Ask         *Template // the question of a human gate
+	// UnsafeShell lets the step's values reach its shell command or argv
+	// where they can run as code (docs/graphs.md, "Values and the shell").
+	UnsafeShell bool
 	Pos         Pos
 	// Deps are the steps this one waits for: references and After.
 	Deps []string
 
-	callPos Pos
+	// CallPos is where the step's call is written.
+	CallPos Pos
 	argsPos Pos
 }
 
@@ -111,6 +115,7 @@ type Def struct {
 	Output      *Template
 	MaxParallel int
 	byID        map[string]*Step
+	src         string // as written, to place a mistake inside a string
 }
 
 // Step returns the step called id, or nil.
@@ -144,6 +149,7 @@ func ParseAll(src []byte) (*Def, error) {
 	}
 	p := &parser{}
 	d := p.def(doc.Content[0])
+	d.src = string(src)
 	p.link(d)
 	if len(p.errs) > 0 {
 		sortErrors(p.errs)
@@ -186,7 +192,7 @@ func (p *parser) value(n *yaml.Node) any {
 		p.errorf(n, "%v", err)
 		return nil
 	}
-	return normalize(v)
+	return Normalize(v)
 }
 
 func (p *parser) str(n *yaml.Node, what string) (string, bool) {
@@ -232,7 +238,7 @@ func (p *parser) unknown(k *yaml.Node, what string, known []string) {
 var (
 	graphFields = []string{"description", "inputs", "steps", "output", "max_parallel"}
 	inputFields = []string{"type", "description", "default", "required"}
-	stepFields  = []string{"call", "args", "after", "when", "foreach", "max_parallel", "timeout", "retry", "on_error", "default", "ask", "description"}
+	stepFields  = []string{"call", "args", "after", "when", "foreach", "max_parallel", "timeout", "retry", "on_error", "default", "ask", "description", "unsafe_shell"}
 	retryFields = []string{"attempts", "backoff"}
 	inputTypes  = []string{"string", "number", "integer", "boolean", "object", "array"}
 )
@@ -330,7 +336,7 @@ func (p *parser) step(s *Step, n *yaml.Node) {
 		switch k.Value {
 		case "call":
 			s.Call, _ = p.str(v, what+": call")
-			s.callPos = pos(v)
+			s.CallPos = pos(v)
 			if s.Call != "" && !strings.Contains(s.Call, ".") {
 				p.errorf(v, "%s: call %q must name a tool as node.tool (e.g. fs.read_text_file)", what, s.Call)
 			}
@@ -387,6 +393,10 @@ func (p *parser) step(s *Step, n *yaml.Node) {
 			s.Default, s.HasDefault = p.value(v), true
 		case "ask":
 			s.Ask = p.template(v, true)
+		case "unsafe_shell":
+			if v.Decode(&s.UnsafeShell) != nil {
+				p.errorf(v, "%s: unsafe_shell must be true or false", what)
+			}
 		case "description":
 		default:
 			p.unknown(k, what, stepFields)

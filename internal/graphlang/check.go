@@ -1,4 +1,4 @@
-package graph
+package graphlang
 
 import (
 	"context"
@@ -15,8 +15,18 @@ import (
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
-// ToolName is the graph kind's one tool.
+// Kind is the graph node kind's name.
+const Kind = "graph"
+
+// ToolName is the graph kind's one tool, whose input schema is the
+// graph's inputs (Def.InputSchema).
 const ToolName = "run"
+
+// Options are a graph node's Spec.Options: the definition as written, so
+// that it persists with the session and exports as the person wrote it.
+type Options struct {
+	Source string `json:"source"`
+}
 
 // CheckCalls checks the graph's calls against a session's tools (qualified
 // name → tool): every called tool exists, arguments without references
@@ -42,7 +52,7 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 			continue
 		}
 		if !ok && nodeID == self {
-			errs = append(errs, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls %s: a graph cannot call itself", s.ID, s.Call)})
+			errs = append(errs, &Error{Pos: s.CallPos, Msg: fmt.Sprintf("step %s calls %s: a graph cannot call itself", s.ID, s.Call)})
 			continue
 		}
 		if !ok {
@@ -52,12 +62,12 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 			} else {
 				msg += " (list the session's tools with `nerve tools`)"
 			}
-			errs = append(errs, &Error{Pos: s.callPos, Msg: msg})
+			errs = append(errs, &Error{Pos: s.CallPos, Msg: msg})
 			continue
 		}
 		argsPos := s.argsPos
 		if argsPos.Line == 0 {
-			argsPos = s.callPos // no args: the call is where they are missing
+			argsPos = s.CallPos // no args: the call is where they are missing
 		}
 		if err := checkArgs(s, t); err != nil {
 			errs = append(errs, &Error{Pos: argsPos, Msg: fmt.Sprintf("step %s: arguments of %s: %v", s.ID, s.Call, err)})
@@ -68,7 +78,7 @@ func CheckCalls(d *Def, self string, tools map[string]*mcp.Tool, graphs map[stri
 		}
 		if g, ok := graphs[nodeID]; ok {
 			if c := graphCycle(self, nodeID, g, graphs, []string{self}); c != nil {
-				errs = append(errs, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls graph %s, which calls back: %s", s.ID, nodeID, strings.Join(c, " → "))})
+				errs = append(errs, &Error{Pos: s.CallPos, Msg: fmt.Sprintf("step %s calls graph %s, which calls back: %s", s.ID, nodeID, strings.Join(c, " → "))})
 			}
 		}
 	}
@@ -88,7 +98,7 @@ func DownWarnings(d *Def, down map[string]string) Errors {
 	for _, s := range d.Steps {
 		nodeID, _, _ := strings.Cut(s.Call, ".")
 		if why, ok := down[nodeID]; ok {
-			out = append(out, &Error{Pos: s.callPos, Msg: fmt.Sprintf("step %s calls %s, not checked: %s", s.ID, s.Call, why)})
+			out = append(out, &Error{Pos: s.CallPos, Msg: fmt.Sprintf("step %s calls %s, not checked: %s", s.ID, s.Call, why)})
 		}
 	}
 	return out
@@ -291,18 +301,14 @@ func (d *Def) InputSchema() map[string]any {
 	return s
 }
 
-// MetaResume is the key of a call's _meta that names an interrupted run
-// to finish instead of starting anew (nerve graph resume). It is not an
-// input: a model filling in the tool's arguments never sees it.
-const MetaResume = "nerve.dev/resume"
-
 // Check is the graph kind's node.Check, run by the session before a graph
 // is added or replaces one: every mistake of the definition — its format,
-// its calls against the session's tools (names, arguments), cycles through
-// the session's other graphs — in one *Mistakes, each at LINE:COLUMN of
-// the source. The warnings name raw references that reach a shell and
-// calls that could not be checked because their node is down (a graph may
-// be edited while a node it uses is down), each at LINE:COLUMN too.
+// its calls against the session's tools (names, arguments), its shell
+// commands (shell.go), cycles through the session's other graphs — in one
+// *Mistakes, each at LINE:COLUMN of the source. The warnings name the
+// steps that opt out of the shell's checks (unsafe_shell) and calls that
+// could not be checked because their node is down (a graph may be edited
+// while a node it uses is down), each at LINE:COLUMN too.
 func Check(ctx context.Context, spec node.Spec, c *node.Catalogue) ([]string, error) {
 	var o Options
 	if err := spec.DecodeOptions(&o); err != nil {

@@ -1,4 +1,4 @@
-package graph
+package graphlang
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package graph
+package graphlang
 
 import (
 	"bytes"
@@ -54,7 +54,7 @@ func AddStep(src, id, tool string, args json.RawMessage) (string, error) {
 	value.Style = yaml.FlowStyle
 	setKey(mapping(root, "steps"), id, &value)
 
-	t, err := compileTemplate(normalize(argv))
+	t, err := compileTemplate(Normalize(argv))
 	if err != nil {
 		return "", err
 	}

@@ -1,10 +1,11 @@
-package graph
+package graphlang
 
 import (
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/nerve-dev/nerve/internal/suggest"
@@ -21,17 +22,7 @@ type Ref struct {
 	// Field is what of a step's result: "text", "structured" or "is_error".
 	Field string
 	Path  []any // string keys and int indexes below the value
-	// Filter is how the value is placed into a shell command: "" quotes it
-	// where the argument is shell code, "shell" quotes it in any argument,
-	// "raw" never quotes it (docs/graphs.md, "Quoting").
-	Filter string
 }
-
-// Filters a reference may start with: ${raw inputs.x}, ${shell inputs.x}.
-const (
-	FilterRaw   = "raw"
-	FilterShell = "shell"
-)
 
 var stepFields3 = []string{"text", "structured", "is_error", "texts"}
 
@@ -39,8 +30,10 @@ var stepFields3 = []string{"text", "structured", "is_error", "texts"}
 func parseRef(src string) (*Ref, error) {
 	r := &Ref{Src: src}
 	body := strings.TrimSpace(src)
-	if f, rest, ok := strings.Cut(body, " "); ok && (f == FilterRaw || f == FilterShell) {
-		r.Filter, body = f, strings.TrimSpace(rest)
+	if f, _, ok := strings.Cut(body, " "); ok && (f == "raw" || f == "shell") {
+		// The quoting filters of old: a value now reaches a shell only as
+		// a variable (docs/graphs.md, "Values and the shell").
+		return nil, fmt.Errorf("${%s}: %s is gone: a reference in a shell command reaches it as a variable, whatever it holds; write ${%s}, and set unsafe_shell: true on the step only if its callers may run commands through it", src, f, strings.TrimSpace(strings.TrimPrefix(body, f)))
 	}
 	segs, err := splitPath(body)
 	if err != nil {
@@ -163,9 +156,11 @@ type tstring struct {
 	lits  []string // len(refs)+1
 	refs  []*Ref
 	whole bool
-	// shell is set when a reference is marked ${shell ...}: the string is
-	// shell code wherever it is placed.
-	shell bool
+
+	// shellCmd is the string compiled as a shell command, once it is
+	// placed into one (shell.go).
+	shellOnce sync.Once
+	shellCmd  *shellCommand
 }
 
 // Refs returns the template's references.
@@ -203,9 +198,6 @@ func (t *Template) compile(v any, depth int) (any, error) {
 			return strings.ReplaceAll(v, "$${", "${"), nil
 		}
 		t.refs = append(t.refs, ts.refs...)
-		for _, r := range ts.refs {
-			ts.shell = ts.shell || r.Filter == FilterShell
-		}
 		return ts, nil
 	case map[string]any:
 		out := make(map[string]any, len(v))
@@ -277,28 +269,42 @@ func compileString(s string) (*tstring, error) {
 // Dynamic reports whether the template holds any reference.
 func (t *Template) Dynamic() bool { return t != nil && len(t.refs) > 0 }
 
-// scope is what references resolve against.
-type scope struct {
-	inputs  map[string]any
-	results func(id string) *StepResult // nil: not run (skipped by when)
-	item    any
-	hasItem bool
+// StepResult is what later steps see of a step: ${steps.ID.text},
+// ${steps.ID.structured...}, ${steps.ID.is_error}.
+type StepResult struct {
+	Text       string `json:"text"`
+	Structured any    `json:"structured,omitempty"`
+	IsError    bool   `json:"is_error,omitempty"`
+	// Texts is a foreach step's items' texts, one per item in order
+	// (${steps.ID.texts}); nil for other steps.
+	Texts []any `json:"texts,omitempty"`
+}
+
+// Scope is what references resolve against: a run's inputs, the results
+// of its steps so far and, in a foreach step, the current item.
+type Scope struct {
+	Inputs map[string]any
+	// Results returns a step's result; nil for a step not run (skipped by
+	// when).
+	Results func(id string) *StepResult
+	Item    any
+	HasItem bool
 }
 
 // resolve returns a reference's value (JSON-typed: string, float64, bool,
 // nil, map[string]any, []any).
-func (sc *scope) resolve(r *Ref) (any, error) {
+func (sc *Scope) resolve(r *Ref) (any, error) {
 	var v any
 	switch r.Root {
 	case "inputs":
-		v = sc.inputs[r.Name]
+		v = sc.Inputs[r.Name]
 	case "item":
-		if !sc.hasItem {
+		if !sc.HasItem {
 			return nil, fmt.Errorf("${%s}: no foreach item here", r.Src)
 		}
-		v = sc.item
+		v = sc.Item
 	case "steps":
-		res := sc.results(r.Name)
+		res := sc.Results(r.Name)
 		if res == nil {
 			return nil, nil // a step skipped by `when:` has no result
 		}
@@ -319,13 +325,13 @@ func (sc *scope) resolve(r *Ref) (any, error) {
 		case string:
 			m, ok := v.(map[string]any)
 			if !ok {
-				return nil, fmt.Errorf("${%s}: %q: the value there is %s, not an object", r.Src, k, typeName(v))
+				return nil, fmt.Errorf("${%s}: %q: the value there is %s, not an object", r.Src, k, TypeName(v))
 			}
 			v = m[k]
 		case int:
 			l, ok := v.([]any)
 			if !ok {
-				return nil, fmt.Errorf("${%s}: [%d]: the value there is %s, not a list", r.Src, k, typeName(v))
+				return nil, fmt.Errorf("${%s}: [%d]: the value there is %s, not a list", r.Src, k, TypeName(v))
 			}
 			if k >= len(l) {
 				return nil, fmt.Errorf("${%s}: [%d]: the list has %d items", r.Src, k, len(l))
@@ -336,7 +342,7 @@ func (sc *scope) resolve(r *Ref) (any, error) {
 	return v, nil
 }
 
-func typeName(v any) string {
+func TypeName(v any) string {
 	switch v.(type) {
 	case nil:
 		return "null"
@@ -355,19 +361,16 @@ func typeName(v any) string {
 }
 
 // eval returns the template's value in sc.
-func (t *Template) eval(sc *scope) (any, error) {
+func (t *Template) Eval(sc *Scope) (any, error) {
 	if t == nil {
 		return nil, nil
 	}
 	return evalValue(t.v, sc)
 }
 
-func evalValue(v any, sc *scope) (any, error) {
+func evalValue(v any, sc *Scope) (any, error) {
 	switch v := v.(type) {
 	case *tstring:
-		if v.shell {
-			return shellEval(v, sc)
-		}
 		if v.whole {
 			return sc.resolve(v.refs[0])
 		}
@@ -378,7 +381,7 @@ func evalValue(v any, sc *scope) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			b.WriteString(asText(x))
+			b.WriteString(Text(x))
 		}
 		b.WriteString(v.lits[len(v.lits)-1])
 		return b.String(), nil
@@ -406,9 +409,9 @@ func evalValue(v any, sc *scope) (any, error) {
 	return v, nil
 }
 
-// asText is a value inside a string: strings as they are, null as nothing,
+// Text is a value inside a string: strings as they are, null as nothing,
 // everything else as compact JSON.
-func asText(v any) string {
+func Text(v any) string {
 	switch v := v.(type) {
 	case string:
 		return v
@@ -422,9 +425,9 @@ func asText(v any) string {
 	return string(b)
 }
 
-// normalize turns YAML-decoded values into JSON-typed ones: every number a
+// Normalize turns YAML-decoded values into JSON-typed ones: every number a
 // float64, every map keyed by strings.
-func normalize(v any) any {
+func Normalize(v any) any {
 	switch v := v.(type) {
 	case int:
 		return float64(v)
@@ -436,18 +439,18 @@ func normalize(v any) any {
 		return float64(v)
 	case map[string]any:
 		for k, e := range v {
-			v[k] = normalize(e)
+			v[k] = Normalize(e)
 		}
 		return v
 	case map[any]any:
 		out := make(map[string]any, len(v))
 		for k, e := range v {
-			out[fmt.Sprint(k)] = normalize(e)
+			out[fmt.Sprint(k)] = Normalize(e)
 		}
 		return out
 	case []any:
 		for i, e := range v {
-			v[i] = normalize(e)
+			v[i] = Normalize(e)
 		}
 		return v
 	}
@@ -465,4 +468,17 @@ func clipText(s string) string {
 		cut--
 	}
 	return s[:cut] + "…"
+}
+
+// FirstLine is s trimmed to its first line and at most 300 bytes, for a
+// message that quotes it.
+func FirstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > 300 {
+		s = s[:300] + " …"
+	}
+	return s
 }

@@ -1,20 +1,23 @@
-package cli
+// Package graphdraw draws a graph definition: its steps by depth, each with
+// what it calls and what it waits for, as text for a terminal, as Graphviz
+// dot or as a Mermaid flowchart (`nerve graph show`). It reads only the
+// language (internal/graphlang), never the runtime.
+package graphdraw
 
 import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
-	"github.com/nerve-dev/nerve/internal/nodes/graph"
+	"github.com/nerve-dev/nerve/internal/graphlang"
 )
 
 // stepLevels gives each step its depth in the DAG: 0 for a step that waits
 // for none, else one more than the deepest step it waits for.
-func stepLevels(d *graph.Def) map[string]int {
+func stepLevels(d *graphlang.Def) map[string]int {
 	level := map[string]int{}
-	var depth func(s *graph.Step, seen map[string]bool) int
-	depth = func(s *graph.Step, seen map[string]bool) int {
+	var depth func(s *graphlang.Step, seen map[string]bool) int
+	depth = func(s *graphlang.Step, seen map[string]bool) int {
 		if l, ok := level[s.ID]; ok {
 			return l
 		}
@@ -37,9 +40,9 @@ func stepLevels(d *graph.Def) map[string]int {
 	return level
 }
 
-// drawGraph draws d's steps by level, each with what it calls and what it
+// Text draws d's steps by level, each with what it calls and what it
 // waits for; states, if given, adds each step's state and time from a run.
-func drawGraph(w io.Writer, name string, d *graph.Def, states map[string]string) {
+func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) {
 	level := stepLevels(d)
 	maxL := 0
 	for _, l := range level {
@@ -51,7 +54,7 @@ func drawGraph(w io.Writer, name string, d *graph.Def, states map[string]string)
 	}
 	fmt.Fprintf(w, "graph %s: %d steps\n", name, len(d.Steps))
 	for l := 0; l <= maxL; l++ {
-		var row []*graph.Step
+		var row []*graphlang.Step
 		for _, s := range d.Steps {
 			if level[s.ID] == l {
 				row = append(row, s)
@@ -81,8 +84,8 @@ func drawGraph(w io.Writer, name string, d *graph.Def, states map[string]string)
 	}
 }
 
-// graphDot is d as Graphviz dot.
-func graphDot(name string, d *graph.Def) string {
+// Dot is d as Graphviz dot.
+func Dot(name string, d *graphlang.Def) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %q {\n  rankdir=LR;\n", name)
 	for _, s := range d.Steps {
@@ -101,8 +104,8 @@ func graphDot(name string, d *graph.Def) string {
 	return b.String()
 }
 
-// graphMermaid is d as a Mermaid flowchart.
-func graphMermaid(d *graph.Def) string {
+// Mermaid is d as a Mermaid flowchart.
+func Mermaid(d *graphlang.Def) string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	for _, s := range d.Steps {
@@ -118,19 +121,4 @@ func graphMermaid(d *graph.Def) string {
 		}
 	}
 	return b.String()
-}
-
-// runStates is each step's "state time" in a run.
-func runStates(r *runSummary) map[string]string {
-	out := map[string]string{}
-	for _, st := range r.Steps {
-		id, _ := st["id"].(string)
-		state, _ := st["state"].(string)
-		ms, _ := st["ms"].(float64)
-		if ms > 0 {
-			state += " " + roundDuration(time.Duration(ms*float64(time.Millisecond)))
-		}
-		out[id] = state
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package graph
+package graphlang
 
 import (
 	"fmt"
@@ -46,7 +46,7 @@ func FuzzExprDeep(f *testing.F) {
 	f.Add(uint32(199_999), byte(1), "true")
 	f.Add(uint32(64), byte(2), "${inputs.n} > 2")
 	f.Add(uint32(3), byte(3), "false")
-	sc := &scope{inputs: map[string]any{"n": 3.0}, results: func(string) *StepResult { return nil }}
+	sc := &Scope{Inputs: map[string]any{"n": 3.0}, Results: func(string) *StepResult { return nil }}
 	f.Fuzz(func(t *testing.T, depth uint32, kind byte, inner string) {
 		// The 2,000,000- and 7,000,000-deep repros are TestExprLimits'; here
 		// each input stays small enough that an exec is fast.
@@ -92,8 +92,8 @@ func FuzzExprDeep(f *testing.F) {
 		if kind%4 == 1 && (strings.Contains(inner, "&&") || strings.Contains(inner, "||")) {
 			return // !a || b is (!a) || b: the '!' does not cover all of inner
 		}
-		want, wErr := inE.eval(sc)
-		got, gErr := e.eval(sc)
+		want, wErr := inE.Eval(sc)
+		got, gErr := e.Eval(sc)
 		if (wErr == nil) != (gErr == nil) {
 			t.Fatalf("%q: eval error %v, inner %v", src, gErr, wErr)
 		}
@@ -112,7 +112,7 @@ func FuzzParseExpr(f *testing.F) {
 	for _, s := range []string{"${inputs.n} == 3", "!(${steps.a.is_error})", "'a' < \"b\" || null", "((1))", "!!!true", "${", "1 2", "${inputs.s} >= -1.5e3"} {
 		f.Add(s)
 	}
-	sc := &scope{inputs: map[string]any{"n": 3.0, "s": "x"}, results: func(string) *StepResult { return &StepResult{Text: "t"} }, item: 1.0, hasItem: true}
+	sc := &Scope{Inputs: map[string]any{"n": 3.0, "s": "x"}, Results: func(string) *StepResult { return &StepResult{Text: "t"} }, Item: 1.0, HasItem: true}
 	f.Fuzz(func(t *testing.T, src string) {
 		e, err := ParseExpr(src)
 		if err != nil {
@@ -124,7 +124,7 @@ func FuzzParseExpr(f *testing.F) {
 		if e.src != src {
 			t.Fatalf("source %q kept as %q", src, e.src)
 		}
-		_, _ = e.eval(sc)
+		_, _ = e.Eval(sc)
 	})
 }
 
@@ -135,13 +135,13 @@ func FuzzTemplateString(f *testing.F) {
 	for _, s := range []string{"$${inputs.x}", "a ${inputs.x} b", "${steps.a.structured.k[0]}", "$$${x}", "${item}", "${", "$${", "}${inputs.x}$${"} {
 		f.Add(s)
 	}
-	sc := &scope{inputs: map[string]any{"x": "X"}, results: func(string) *StepResult { return &StepResult{Text: "T"} }, item: "I", hasItem: true}
+	sc := &Scope{Inputs: map[string]any{"x": "X"}, Results: func(string) *StepResult { return &StepResult{Text: "T"} }, Item: "I", HasItem: true}
 	f.Fuzz(func(t *testing.T, s string) {
 		tpl, err := compileTemplate(s)
 		if err != nil {
 			return
 		}
-		v, err := tpl.eval(sc)
+		v, err := tpl.Eval(sc)
 		if len(tpl.refs) == 0 {
 			if want := strings.ReplaceAll(s, "$${", "${"); err != nil || v != want {
 				t.Fatalf("%q = %q, %v; want %q", s, v, err, want)
