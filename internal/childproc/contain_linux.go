@@ -338,12 +338,19 @@ func newCgroup() *cgroup {
 	if c == nil {
 		return nil
 	}
-	dir := filepath.Join(c.dir, "c"+strconv.FormatInt(c.seq.Add(1), 10))
-	err := os.Mkdir(dir, 0o755)
-	if errors.Is(err, os.ErrNotExist) {
-		// releaseCgroups removed the folder; this process starts again.
-		os.Mkdir(c.dir, 0o755)
+	var dir string
+	err := os.ErrExist
+	for range 100 {
+		dir = filepath.Join(c.dir, "c"+strconv.FormatInt(c.seq.Add(1), 10))
 		err = os.Mkdir(dir, 0o755)
+		if errors.Is(err, os.ErrNotExist) {
+			// releaseCgroups removed the folder; this process goes on.
+			os.Mkdir(c.dir, 0o755)
+			err = os.Mkdir(dir, 0o755)
+		}
+		if !errors.Is(err, os.ErrExist) {
+			break
+		}
 	}
 	if err != nil {
 		return nil
