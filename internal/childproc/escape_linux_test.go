@@ -170,3 +170,44 @@ func TestReaperLeavesExecWaitAlone(t *testing.T) {
 		t.Errorf("exec.Cmd.Wait after the reaper ran: %v", err)
 	}
 }
+
+// TestSweepStaleEmptiesDeadDaemonsGroups: the groups of a nerve process
+// that died without removing them (its pid in the name is gone) are
+// emptied and removed by the next daemon's SweepStale; a live one's
+// groups are left alone.
+func TestSweepStaleEmptiesDeadDaemonsGroups(t *testing.T) {
+	for _, mode := range []string{"v2", "v1"} {
+		t.Run(mode, func(t *testing.T) {
+			useContainment(t, mode)
+			home := contain.c.home
+			// No pid is ever this large (pid_max ≤ 2^22).
+			stale := filepath.Join(home, groupPrefix+"999999999-1")
+			if err := os.MkdirAll(filepath.Join(stale, "c1"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Remove(filepath.Join(stale, "c1")); os.Remove(stale) })
+			left := exec.Command("sleep", "1000")
+			if err := left.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { left.Process.Kill(); left.Wait() })
+			if err := os.WriteFile(filepath.Join(stale, "c1", "cgroup.procs"), []byte(strconv.Itoa(left.Process.Pid)), 0); err != nil {
+				t.Fatal(err)
+			}
+			// Our own group, which the sweep must not touch.
+			mine := start(t, []string{"/bin/cat"}, nil)
+			if err := SweepStale(""); err != nil {
+				t.Fatalf("SweepStale: %v", err)
+			}
+			if err := left.Wait(); err == nil || signalOf(left.ProcessState) != syscall.SIGKILL {
+				t.Errorf("the stale group's process ended with %v, want SIGKILL", err)
+			}
+			if _, err := os.Stat(stale); !os.IsNotExist(err) {
+				t.Errorf("the stale group is still there (%v)", err)
+			}
+			if !testutil.ProcessAlive(mine.Pid()) {
+				t.Error("the sweep killed a live daemon's child")
+			}
+		})
+	}
+}
