@@ -237,14 +237,20 @@ func TestDaemonKilledLeavesNoChild(t *testing.T) {
 // lifeline of a SIGKILLed daemon kills the whole group, an escapee that
 // cleared its environment and left the session and tree included.
 func TestDaemonKilledLeavesNoEscapee(t *testing.T) {
-	if c := containment(); c == nil {
-		testutil.RequireE2E(t, "a writable cgroup hierarchy", errors.New(Containment()))
+	for _, cg := range []string{"v2", "v1"} {
+		t.Run(cg, func(t *testing.T) {
+			if c, why := setupCgroups(cg); c == nil {
+				testutil.RequireE2E(t, "a writable cgroup hierarchy", errors.New(why))
+			} else {
+				os.Remove(c.dir)
+			}
+			testDaemonKilled(t, "escape", CgroupVar+"="+cg)
+		})
 	}
-	testDaemonKilled(t, "escape")
 }
 
-func testDaemonKilled(t *testing.T, mode string) {
-	cmd, line, err := testutil.StartHelper(t, helperEnv+"="+mode)
+func testDaemonKilled(t *testing.T, mode string, env ...string) {
+	cmd, line, err := testutil.StartHelper(t, append(env, helperEnv+"="+mode)...)
 	var child, kid, lifeline int
 	if _, serr := fmt.Sscanf(line, "pids %d %d %d", &child, &kid, &lifeline); err != nil || serr != nil || child == 0 || kid == 0 || lifeline == 0 {
 		t.Fatalf("helper said %q (%v, %v)", line, err, serr)

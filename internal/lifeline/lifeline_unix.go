@@ -14,8 +14,8 @@ import (
 // it died.
 const script = `read x && exit 0
 if [ -n "$4" ]; then
-  if ! echo 1 > "$4/cgroup.kill" 2>/dev/null; then
-    echo 0 > "$4/pids.max" 2>/dev/null
+  if ! { echo 1 > "$4/cgroup.kill"; } 2>/dev/null; then
+    { echo 0 > "$4/pids.max"; } 2>/dev/null
     for i in 1 2 3 4 5 6 7 8 9 10; do
       p=$(cat "$4/cgroup.procs" 2>/dev/null)
       [ -z "$p" ] && break
