@@ -91,23 +91,15 @@ func runNodeAuth(ctx context.Context, env *Env, inv *Invocation) error {
 		return nil
 	}
 
-	var asked atomic.Bool
-	authorize := func(ctx context.Context, _ string, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-		asked.Store(true)
-		return browserSignIn(ctx, env, id, args.URL)
-	}
-	n, err := mcpnode.Factory(&mcpnode.Options{Authorize: authorize, Tokens: store})(d.Spec, node.Env{})
-	if err != nil {
-		return err
-	}
 	sctx, cancel := context.WithTimeout(ctx, signInWait)
 	defer cancel()
-	startErr := n.Start(sctx)
-	_ = n.Stop(context.Background())
-	if startErr != nil {
-		return fmt.Errorf("signing in to %s: %w", u, startErr)
+	asked, err := signIn(sctx, d.Spec, store, func(ctx context.Context, authURL string) (*auth.AuthorizationResult, error) {
+		return browserSignIn(ctx, env, id, authURL)
+	})
+	if err != nil {
+		return fmt.Errorf("signing in to %s: %w", u, err)
 	}
-	if asked.Load() {
+	if asked {
 		fmt.Fprintf(env.Stderr, "signed in to %s; the tokens are kept in %s\n", u, store.Where())
 	} else {
 		fmt.Fprintf(env.Stderr, "already signed in to %s (the saved sign-in works); `nerve node auth %s --logout` first to sign in again\n", u, id)
@@ -123,9 +115,47 @@ func runNodeAuth(ctx context.Context, env *Env, inv *Invocation) error {
 	return nil
 }
 
+// signIn starts an mcp node of spec that signs in when its server asks,
+// through authorize (which sends the person to the authorization URL and
+// waits for the answer), saving the tokens in store; asked says whether
+// the server asked (else the saved sign-in still works). `nerve node auth`
+// and the dashboard's sign-in (ui.go) share it.
+func signIn(ctx context.Context, spec node.Spec, store tokenstore.Store, authorize func(ctx context.Context, authURL string) (*auth.AuthorizationResult, error)) (asked bool, err error) {
+	var was atomic.Bool
+	n, err := mcpnode.Factory(&mcpnode.Options{Tokens: store,
+		Authorize: func(ctx context.Context, _ string, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			was.Store(true)
+			return authorize(ctx, args.URL)
+		}})(spec, node.Env{})
+	if err != nil {
+		return false, err
+	}
+	err = n.Start(ctx)
+	_ = n.Stop(context.Background())
+	return was.Load(), err
+}
+
 // browserSignIn sends the person to authURL and waits for the
 // authorization server's redirect to the loopback redirect_uri it names.
 func browserSignIn(ctx context.Context, env *Env, id, authURL string) (*auth.AuthorizationResult, error) {
+	return awaitSignIn(ctx, id, authURL, func(redirect *url.URL) {
+		fmt.Fprintf(env.Stderr, "To sign in for node %s, open this URL in a browser:\n\n  %s\n\n", id, authURL)
+		if how, err := openBrowser(env, authURL); how != "" {
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "nerve: opening it with %s failed: %v; open it by hand\n", how, err)
+			} else {
+				fmt.Fprintf(env.Stderr, "(opened with %s; waiting for the sign-in…)\n", how)
+			}
+		} else {
+			fmt.Fprintf(env.Stderr, "(no browser here; waiting for the sign-in at %s…)\n", redirect)
+		}
+	})
+}
+
+// awaitSignIn listens on the loopback redirect_uri that authURL names,
+// calls show once it listens, and waits for the authorization server to
+// send the browser there.
+func awaitSignIn(ctx context.Context, id, authURL string, show func(redirect *url.URL)) (*auth.AuthorizationResult, error) {
 	au, err := url.Parse(authURL)
 	if err != nil {
 		return nil, fmt.Errorf("the authorization URL %q: %w", authURL, err)
@@ -178,16 +208,7 @@ func browserSignIn(ctx context.Context, env *Env, id, authURL string) (*auth.Aut
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	fmt.Fprintf(env.Stderr, "To sign in for node %s, open this URL in a browser:\n\n  %s\n\n", id, authURL)
-	if how, err := openBrowser(env, authURL); how != "" {
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "nerve: opening it with %s failed: %v; open it by hand\n", how, err)
-		} else {
-			fmt.Fprintf(env.Stderr, "(opened with %s; waiting for the sign-in…)\n", how)
-		}
-	} else {
-		fmt.Fprintf(env.Stderr, "(no browser here; waiting for the sign-in at %s…)\n", redirect)
-	}
+	show(redirect)
 	select {
 	case a := <-got:
 		return a.res, a.err
