@@ -44,9 +44,9 @@ function plural(n, what) { return `${n} ${what}${n === 1 ? '' : 's'}`; }
 
 function nodePath(id) { return `${base}/nodes/${encodeURIComponent(id)}`; }
 
-function message(text, kind = 'info', link) {
+function message(text, kind = 'info', link, tag) {
   const box = $('#messages');
-  const el = h('div', { class: 'message ' + kind, role: kind === 'error' ? 'alert' : 'status' },
+  const el = h('div', { class: 'message ' + kind, role: kind === 'error' ? 'alert' : 'status', dataset: tag ? { tag } : undefined },
     h('span', {}, text), link ? h('a', { href: link, target: '_blank', rel: 'noopener noreferrer' }, link) : null,
     h('button', { class: 'close', title: 'dismiss', onclick: () => el.remove() }, '×'));
   box.prepend(el);
@@ -79,7 +79,7 @@ async function nodeOp(id, op, button) {
   try {
     if (op === 'signin') {
       const r = await api(`${nodePath(id)}/signin`, {});
-      if (r.url) message(`To sign in for node ${id}, open: `, 'info', r.url);
+      if (r.url) message(`To sign in for node ${id}, open: `, 'info', r.url, 'sign-in');
       else message(`${id}: already signed in; restarted it`);
       return;
     }
@@ -328,7 +328,8 @@ function connect() {
     renderCalls();
   });
   on('run', onRun);
-  on('signin', (r) => message(r.ok ? `${r.node}: signed in; restarted it` : `${r.node}: sign-in failed: ${r.error}`, r.ok ? 'info' : 'error'));
+  on('signin', (r) => message(r.ok ? `${r.node}: signed in; restarted it` : `${r.node}: sign-in failed: ${r.error}`,
+    r.ok ? 'info' : 'error', undefined, r.ok ? 'signed-in' : 'sign-in-failed'));
   on('closed', () => { setStatus('down', 'session closed'); es.close(); });
 }
 
