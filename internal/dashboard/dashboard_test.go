@@ -468,3 +468,36 @@ func TestEventStreamGraphRun(t *testing.T) {
 		t.Errorf("the runs of a node that keeps none answered %d, want 400", resp.StatusCode)
 	}
 }
+
+func TestRecentCallsRing(t *testing.T) {
+	b := newCallBus()
+	for i := range maxRecent + 7 {
+		b.record("s", Call{Tool: fmt.Sprint(i)})
+	}
+	got := b.snapshot("s")
+	if len(got) != maxRecent || got[0].Tool != "7" || got[len(got)-1].Tool != fmt.Sprint(maxRecent+6) {
+		t.Fatalf("the ring kept %d calls, %s to %s; want the last %d in order", len(got), got[0].Tool, got[len(got)-1].Tool, maxRecent)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Seq != got[i-1].Seq+1 {
+			t.Fatalf("calls out of order at %d: %d after %d", i, got[i].Seq, got[i-1].Seq)
+		}
+	}
+	if got := b.snapshot("other"); got == nil || len(got) != 0 {
+		t.Errorf("a session with no calls: %v, want an empty list (JSON [])", got)
+	}
+}
+
+// BenchmarkCalled is what the dashboard adds to every call of the
+// daemon's sessions (session.Options.OnCall): keeping it among the
+// recent calls, with no page open.
+func BenchmarkCalled(b *testing.B) {
+	d := New(&Options{Session: func(context.Context, string) (*session.Session, error) { return nil, nil }})
+	c := &session.CallInfo{Node: "echo", Tool: "identity", Arguments: json.RawMessage(`{"text":"hi"}`),
+		Caller: node.Caller{Kind: node.CallerMCP, Name: "bench"}, Start: time.Now(), Duration: time.Millisecond,
+		Result: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi"}}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		d.Called("default", c)
+	}
+}

@@ -115,12 +115,33 @@ type callBus struct {
 	// mu guards the fields below.
 	mu     sync.Mutex
 	seq    uint64
-	recent map[string][]Call
+	recent map[string]*ring
 	subs   map[*listener]struct{}
 }
 
 func newCallBus() *callBus {
-	return &callBus{recent: map[string][]Call{}, subs: map[*listener]struct{}{}}
+	return &callBus{recent: map[string]*ring{}, subs: map[*listener]struct{}{}}
+}
+
+// ring keeps the last maxRecent calls of a session.
+type ring struct {
+	buf  []Call
+	next int // where the next call goes once buf is full
+}
+
+func (r *ring) add(c Call) {
+	if len(r.buf) < maxRecent {
+		r.buf = append(r.buf, c)
+		return
+	}
+	r.buf[r.next] = c
+	r.next = (r.next + 1) % maxRecent
+}
+
+// all returns the calls, oldest first.
+func (r *ring) all() []Call {
+	out := make([]Call, 0, len(r.buf))
+	return append(append(out, r.buf[r.next:]...), r.buf[:r.next]...)
 }
 
 func (b *callBus) record(name string, c Call) {
@@ -128,12 +149,15 @@ func (b *callBus) record(name string, c Call) {
 	defer b.mu.Unlock()
 	b.seq++
 	c.Seq = b.seq
-	r := append(b.recent[name], c)
-	if len(r) > maxRecent {
-		r = append(r[:0:0], r[len(r)-maxRecent:]...)
+	r := b.recent[name]
+	if r == nil {
+		r = &ring{}
+		b.recent[name] = r
 	}
-	b.recent[name] = r
-	b.deliverLocked(name, message{"call", c})
+	r.add(c)
+	if len(b.subs) > 0 {
+		b.deliverLocked(name, message{"call", c})
+	}
 }
 
 func (b *callBus) notify(name, event string, data any) {
@@ -158,7 +182,10 @@ func (b *callBus) deliverLocked(name string, m message) {
 func (b *callBus) snapshot(name string) []Call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]Call{}, b.recent[name]...)
+	if r := b.recent[name]; r != nil {
+		return r.all()
+	}
+	return []Call{}
 }
 
 func (b *callBus) listen(name string) *listener {
