@@ -19,8 +19,12 @@ import (
 // maxBody caps an action's request body (a tool's arguments).
 const maxBody = 4 << 20
 
-// signInWait bounds a sign-in started from the page, as `nerve node auth`.
-const signInWait = 10 * time.Minute
+// signInWait bounds a sign-in started from the page, as `nerve node auth`;
+// signInAsk bounds how long its request waits for the address to open.
+const (
+	signInWait = 10 * time.Minute
+	signInAsk  = 30 * time.Second
+)
 
 // apiHandler is a route's handler that returns its error; ServeHTTP
 // writes it as {"error": …} with the status apiStatus gives it.
@@ -330,10 +334,13 @@ func (d *Dashboard) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 		ctx, cancel := context.WithTimeout(d.ctx, signInWait)
 		defer cancel()
 		signed, err := h.SignIn(ctx, spec, func(u string) {
+			// To the page that asked, and to every page: the request may
+			// have stopped waiting.
 			select {
 			case shown <- u:
 			default:
 			}
+			d.calls.notify(s.Name(), "signin", signInResult{Node: id, URL: u})
 		})
 		if err == nil {
 			err = d.opts.Restart(ctx, s, id)
@@ -355,15 +362,22 @@ func (d *Dashboard) handleSignIn(w http.ResponseWriter, r *http.Request) error {
 		}
 		writeJSON(w, http.StatusOK, map[string]bool{"done": true})
 		return nil
+	case <-time.After(signInAsk):
+		// The flow has not asked yet (a slow server): its address comes
+		// on the event stream.
+		writeJSON(w, http.StatusAccepted, map[string]bool{"pending": true})
+		return nil
 	case <-r.Context().Done():
 		return r.Context().Err()
 	}
 }
 
-// signInResult is a sign-in's end, sent on the event stream.
+// signInResult is news of a sign-in, sent on the event stream: the
+// address to open (URL), or its end.
 type signInResult struct {
 	Node   string `json:"node"`
-	OK     bool   `json:"ok"`
-	Signed bool   `json:"signed"`
+	URL    string `json:"url,omitempty"`
+	OK     bool   `json:"ok,omitempty"`
+	Signed bool   `json:"signed,omitempty"`
 	Error  string `json:"error,omitempty"`
 }

@@ -356,7 +356,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		// Half way: the run is drawn while it goes.
 		waitFor(t, tab, `.run-view[data-state="running"] g.step[data-step="first"][data-state="finished"]`, "step first done")
 		waitFor(t, tab, `.run-view[data-state="running"] g.step[data-step="wait"][data-state="started"]`, "step wait running")
+		waitFor(t, tab, `.run-view[data-state="running"] g.step[data-step="shout"][data-state="finished"]`, "step shout done, while wait runs")
 		waitFor(t, tab, `g.step[data-step="join"][data-state="pending"]`, "step join pending")
+		waitFor(t, tab, `#runs a[data-state="running"]`, "the run in the graph's list of runs")
+		screenshot(t, tab, dir, "graph-running")
 		release(t, fifo)
 		waitFor(t, tab, `.run-view[data-state="finished"]`, "the run finished")
 		for _, step := range []string{"first", "wait", "shout", "join"} {

@@ -31,10 +31,14 @@ import (
 //	closed        {}           the session went away
 //
 // A graph run's record is read again (RunRecord) after each batch of the
-// session's events while its graph has calls in flight: a step starting
-// or ending is a call of the session, so each one is seen.
+// session's events while its graph has calls in flight, and once more
+// settleAfter later: a step starting or ending is a call of the session,
+// and the run records the step's end just after its call's event.
 
 const (
+	// settleAfter is when the runs going on are read again after a
+	// batch of the session's events.
+	settleAfter = 50 * time.Millisecond
 	// maxRecent is how many calls per session the dashboard keeps to
 	// show a page that opens.
 	maxRecent = 200
@@ -272,12 +276,19 @@ func (d *Dashboard) handleEvents(w http.ResponseWriter, r *http.Request) error {
 	st.snapshot()
 	dropped := uint64(0)
 	ctx := r.Context()
+	// settle re-reads the runs going on once, settleAfter after a batch
+	// of events: a step's record is updated after its call ended, so
+	// after the event that told of it.
+	var settle <-chan time.Time
 	for st.err == nil && rc.Flush() == nil {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-d.ctx.Done():
 			return nil
+		case <-settle:
+			settle = nil
+			st.update(nil)
 		case ev, ok := <-sub.C:
 			if !ok {
 				st.send("closed", struct{}{}) // the session was closed
@@ -295,6 +306,9 @@ func (d *Dashboard) handleEvents(w http.ResponseWriter, r *http.Request) error {
 				continue
 			}
 			st.update(changed)
+			if len(st.graphs) > 0 && settle == nil {
+				settle = time.After(settleAfter)
+			}
 		case m := <-l.c:
 			if l.lost.Swap(false) {
 				st.send("calls", d.calls.snapshot(s.Name()))

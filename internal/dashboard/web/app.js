@@ -46,8 +46,11 @@ function nodePath(id) { return `${base}/nodes/${encodeURIComponent(id)}`; }
 
 function message(text, kind = 'info', link, tag) {
   const box = $('#messages');
+  // Only a web address becomes a link (a sign-in's comes from the
+  // server's metadata); anything else shows as text.
+  const web = link && /^https?:\/\//i.test(link);
   const el = h('div', { class: 'message ' + kind, role: kind === 'error' ? 'alert' : 'status', dataset: tag ? { tag } : undefined },
-    h('span', {}, text), link ? h('a', { href: link, target: '_blank', rel: 'noopener noreferrer' }, link) : null,
+    h('span', {}, text), web ? h('a', { href: link, target: '_blank', rel: 'noopener noreferrer' }, link) : link ? h('code', {}, link) : null,
     h('button', { class: 'close', title: 'dismiss', onclick: () => el.remove() }, '×'));
   box.prepend(el);
   while (box.children.length > 4) box.lastChild.remove();
@@ -74,12 +77,21 @@ const opsFor = {
   restart: () => true,
 };
 
+const signInShown = new Set();
+
+function signInAt(id, url) {
+  if (signInShown.has(url)) return;
+  signInShown.add(url);
+  message(`To sign in for node ${id}, open: `, 'info', url, 'sign-in');
+}
+
 async function nodeOp(id, op, button) {
   button.disabled = true;
   try {
     if (op === 'signin') {
       const r = await api(`${nodePath(id)}/signin`, {});
-      if (r.url) message(`To sign in for node ${id}, open: `, 'info', r.url, 'sign-in');
+      if (r.url) signInAt(id, r.url);
+      else if (r.pending) message(`${id}: signing in… the address to open follows`);
       else message(`${id}: already signed in; restarted it`);
       return;
     }
@@ -249,7 +261,7 @@ function renderRunList() {
     return;
   }
   fill($('#runs'), graphs.map((g) => h('div', { class: 'graph-runs', dataset: { graph: g.id } },
-    h('div', { class: 'graph-name' }, h('b', {}, g.id), h('span', { class: 'sub' }, ` ${g.summary || ''} · ${(g.runs || []).length ? plural(g.details?.run_count ?? g.runs.length, 'run') : 'no runs yet'}`)),
+    h('div', { class: 'graph-name' }, h('b', {}, g.id), h('span', { class: 'sub' }, ` ${g.summary || ''} · ${(g.runs || []).length ? plural(Math.max(g.details?.run_count ?? 0, g.runs.length), 'run') : 'no runs yet'}`)),
     h('ul', { class: 'runs' }, (g.runs || []).slice(0, 8).map((r) => {
       const key = `${g.id}/${r.id}`;
       return h('li', { class: key === state.shown ? 'on' : '' }, h('a', {
@@ -279,14 +291,22 @@ function onRun(v) {
   const key = `${v.node}/${v.record.id}`;
   const old = state.runs.get(key);
   state.runs.set(key, { ...v, steps: v.steps || old?.steps });
+  // The graph's list of runs, as of its last event, may not have it yet.
+  const g = state.nodes.get(v.node);
+  if (g) {
+    const r = v.record;
+    const sum = { id: r.id, state: r.state, started: r.started, ms: r.ms, error: r.error };
+    const i = (g.runs ||= []).findIndex((x) => x.id === r.id);
+    if (i < 0) g.runs.unshift(sum); else g.runs[i] = sum;
+  }
   const shownRec = state.runs.get(state.shown)?.record;
   // A new run shows unless the person chose one, or the one on show is
   // still running.
   if (key !== state.shown && !state.pinned && (!shownRec || shownRec.state !== 'running')) {
     state.shown = key;
     state.step = null;
-    renderRunList();
   }
+  renderRunList();
   if (key === state.shown) renderRun();
 }
 
@@ -328,8 +348,11 @@ function connect() {
     renderCalls();
   });
   on('run', onRun);
-  on('signin', (r) => message(r.ok ? `${r.node}: signed in; restarted it` : `${r.node}: sign-in failed: ${r.error}`,
-    r.ok ? 'info' : 'error', undefined, r.ok ? 'signed-in' : 'sign-in-failed'));
+  on('signin', (r) => {
+    if (r.url) signInAt(r.node, r.url);
+    else message(r.ok ? `${r.node}: signed in; restarted it` : `${r.node}: sign-in failed: ${r.error}`,
+      r.ok ? 'info' : 'error', undefined, r.ok ? 'signed-in' : 'sign-in-failed');
+  });
   on('closed', () => { setStatus('down', 'session closed'); es.close(); });
 }
 
