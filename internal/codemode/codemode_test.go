@@ -154,6 +154,8 @@ func TestLimits(t *testing.T) {
 		{"replace", "s = 'x' * 2000\nt = s.replace('x', s)", LimitBytes, "limit bytes=1 MB", small, 2},
 		{"split", "s = 'x,' * 50000\nt = s.split(',')", LimitBytes, "limit bytes=1 MB", small, 2},
 		{"slices kept", "l = [0] * 10000\nk = []\nfor i in range(1000):\n  k.append(l[:])", LimitBytes, "limit bytes=1 MB", small, 4},
+		{"dicts made in a loop", "l = []\nfor i in range(100000):\n  l.append({'i': i})", LimitBytes, "limit bytes=1 MB", small, 3},
+		{"nested dicts", "d = {}\nfor i in range(100000):\n  d = {'d': d}", LimitBytes, "limit bytes=1 MB", small, 3},
 		{"list of a range", "x = list(range(1000000000))", LimitSteps, "limit steps=100000", small, 1},
 		{"max of a range", "x = max(range(2000000000))", LimitSteps, "limit steps=100000", small, 1},
 		{"big int", "x = 3\nfor i in range(100):\n  x = x * x", LimitBytes, "limit bytes=1 MB", small, 3},

@@ -198,6 +198,9 @@ func (r *run) decodeJSON(s string) (starlark.Value, error) {
 					f.dict = starlark.NewDict(0)
 					v = f.dict
 				}
+				if err := r.charge(shallow(v), "json.decode()"); err != nil {
+					return nil, err
+				}
 				if err := put(v); err != nil {
 					return nil, err
 				}
@@ -287,7 +290,7 @@ func (c *jsonIn) value(x any, depth int) (starlark.Value, error) {
 		}
 		return starlark.String(x), nil
 	case []any:
-		if err := c.r.charge(slotBytes*int64(len(x)), "a tool's result"); err != nil {
+		if err := c.r.charge(headerBytes+slotBytes*int64(len(x)), "a tool's result"); err != nil {
 			return nil, err
 		}
 		elems := make([]starlark.Value, len(x))
@@ -300,7 +303,7 @@ func (c *jsonIn) value(x any, depth int) (starlark.Value, error) {
 		}
 		return starlark.NewList(elems), nil
 	case map[string]any:
-		if err := c.r.charge(entryBytes*int64(len(x)), "a tool's result"); err != nil {
+		if err := c.r.charge(tableBytes+entryBytes*int64(len(x)), "a tool's result"); err != nil {
 			return nil, err
 		}
 		keys := make([]string, 0, len(x))

@@ -14,11 +14,16 @@ import (
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
-// What a value costs against Limits.Bytes, beside its strings' bytes.
+// What a value costs against Limits.Bytes, beside its strings' bytes:
+// what go.starlark.net allocates for it (measured with
+// runtime.MemStats, rounded up).
 const (
-	slotBytes  = 16 // a value in a list, a tuple or an argument list
-	entryBytes = 48 // an entry of a dict or a set
-	pairBytes  = 64 // a two-element tuple made per element (items(), enumerate())
+	slotBytes   = 16  // a value in a list, a tuple or an argument list
+	headerBytes = 24  // a list or a tuple itself
+	tableBytes  = 512 // a dict or a set itself: its first table
+	entryBytes  = 112 // an entry of a dict or a set, its share of the table
+	pairBytes   = 64  // a two-element tuple made per element (items(), enumerate())
+	funcBytes   = 64  // a function a lambda makes
 )
 
 // maxDepth bounds how deeply the values a script shows, passes or
@@ -36,7 +41,7 @@ func (r *run) charge(n int64, what string) error {
 		return nil
 	}
 	if n > r.limits.Bytes-r.used {
-		e := r.limitError(LimitBytes, fmt.Sprintf("%s would bring the values built to %s, more than the limit bytes=%s: build lists with append and strings with join, or ask tools for less",
+		e := r.limitError(LimitBytes, fmt.Sprintf("%s would bring the values built to %s, more than the limit bytes=%s: every value built counts, dropped ones too: build strings with join rather than + in a loop, or ask tools for less",
 			what, node.HumanBytes(satAdd(r.used, n)), node.HumanBytes(r.limits.Bytes)))
 		r.stopWith(e)
 		return e
@@ -112,15 +117,17 @@ func shallow(x starlark.Value) int64 {
 	case starlark.Bytes:
 		return int64(len(x))
 	case *starlark.List:
-		return slotBytes * int64(x.Len())
+		return headerBytes + slotBytes*int64(x.Len())
 	case starlark.Tuple:
-		return slotBytes * int64(len(x))
+		return headerBytes + slotBytes*int64(len(x))
 	case *starlark.Dict:
-		return entryBytes * int64(x.Len())
+		return tableBytes + entryBytes*int64(x.Len())
 	case *starlark.Set:
-		return entryBytes * int64(x.Len())
+		return tableBytes + entryBytes*int64(x.Len())
 	case starlark.Int:
 		return int64(intBits(x) / 8)
+	case *starlark.Function:
+		return funcBytes
 	}
 	return 0
 }
@@ -144,6 +151,7 @@ func (r *run) guards() starlark.StringDict {
 		guardAugAttr: starlark.NewBuiltin("augmented assignment", r.augAttrGuard),
 		guardSliced:  starlark.NewBuiltin("slice", r.slicedGuard),
 		guardSpread:  starlark.NewBuiltin("call", r.spreadGuard),
+		guardNew:     starlark.NewBuiltin("new", r.newGuard),
 		"$+=": starlark.NewBuiltin("+=", func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 			return r.inPlace(syntax.PLUS, args)
 		}),
@@ -384,6 +392,14 @@ func getAttr(x starlark.Value, name string) (starlark.Value, error) {
 // made (a slice is never larger than what it was cut from).
 func (r *run) slicedGuard(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 	return args[0], r.charge(shallow(args[0]), "a slice")
+}
+
+// newGuard charges a list, tuple, dict or set a literal or a
+// comprehension built, or a function a lambda made: the values a script
+// builds one step at a time count too, so a loop that makes dicts stops
+// at the limit, not when the daemon runs out of memory.
+func (r *run) newGuard(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	return args[0], r.charge(shallow(args[0]), "a new "+args[0].Type())
 }
 
 // spreadGuard charges the argument tuple or dict that f(*x) or f(**x)

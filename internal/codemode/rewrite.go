@@ -29,6 +29,7 @@ const (
 	guardAugAttr = "$augattr" // $augattr(x, "f", y, op): x.f op= y
 	guardSliced  = "$sliced"  // $sliced(x[a:b]): charges the copy a slice made
 	guardSpread  = "$spread"  // f(*$spread(x)), f(**$spread(x)): charges the copy
+	guardNew     = "$new"     // $new([...]), $new({...}), $new(lambda: …): charges what a literal built
 )
 
 // binaryGuards are the operators that may copy or grow their operands;
@@ -271,17 +272,22 @@ func (g *rewriter) expr(e syntax.Expr) syntax.Expr {
 		e.Cond, e.True, e.False = g.expr(e.Cond), g.expr(e.True), g.expr(e.False)
 	case *syntax.ListExpr:
 		g.exprs(e.List)
+		return call(guardNew, e.Lbrack, e)
 	case *syntax.TupleExpr:
 		g.exprs(e.List)
+		start, _ := e.Span()
+		return call(guardNew, start, e)
 	case *syntax.DictExpr:
 		for _, en := range e.List {
 			if d, ok := en.(*syntax.DictEntry); ok {
 				d.Key, d.Value = g.expr(d.Key), g.expr(d.Value)
 			}
 		}
+		return call(guardNew, e.Lbrace, e)
 	case *syntax.LambdaExpr:
 		g.params(e.Params)
 		e.Body = g.expr(e.Body)
+		return call(guardNew, e.Lambda, e)
 	case *syntax.Comprehension:
 		e.Body = g.expr(e.Body)
 		for _, c := range e.Clauses {
@@ -293,6 +299,7 @@ func (g *rewriter) expr(e syntax.Expr) syntax.Expr {
 				c.Cond = g.expr(c.Cond)
 			}
 		}
+		return call(guardNew, e.Lbrack, e)
 	case *syntax.DictEntry:
 		e.Key, e.Value = g.expr(e.Key), g.expr(e.Value)
 	}
