@@ -32,10 +32,15 @@ type realSession struct {
 }
 
 func newRealSession(t testing.TB) *realSession {
+	return newRealSessionWith(t, map[string]string{"note1.txt": "alpha beta gamma", "note2.txt": "one two", "note3.txt": "the quick brown fox jumps"})
+}
+
+// newRealSessionWith is newRealSession with files in its folder.
+func newRealSessionWith(t testing.TB, files map[string]string) *realSession {
 	t.Helper()
 	rs := &realSession{dir: t.TempDir()}
-	for i, text := range []string{"alpha beta gamma", "one two", "the quick brown fox jumps"} {
-		if err := os.WriteFile(filepath.Join(rs.dir, fmt.Sprintf("note%d.txt", i+1)), []byte(text), 0o600); err != nil {
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(rs.dir, name), []byte(text), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
