@@ -3,6 +3,7 @@ package codemode
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -362,7 +363,9 @@ func typeName(p map[string]any) string {
 			var names []string
 			for _, a := range alts {
 				if m, ok := a.(map[string]any); ok {
-					names = append(names, typeName(m))
+					if n := typeName(m); !slices.Contains(names, n) {
+						names = append(names, n)
+					}
 				}
 			}
 			return strings.Join(names, " | ")
