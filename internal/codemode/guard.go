@@ -206,7 +206,14 @@ func (r *run) checkBinary(op syntax.Token, x, y starlark.Value) error {
 		if !ok {
 			count = math.MaxInt64
 		}
-		return r.charge(satMul(shallow(seq), count), fmt.Sprintf("%s * %s", seq.Type(), n))
+		each := shallow(seq)
+		var head int64
+		switch seq.(type) {
+		case *starlark.List, starlark.Tuple:
+			head = headerBytes // one header, the elements count times
+			each -= head
+		}
+		return r.charge(satAdd(head, satMul(each, count)), fmt.Sprintf("%s * %s", seq.Type(), n))
 	case syntax.PERCENT:
 		if f, ok := x.(starlark.String); ok {
 			return r.chargeFormat(string(f), strings.Count(string(f), "%"), y, "%")
