@@ -320,6 +320,8 @@ func TestErrorPositions(t *testing.T) {
 	}{
 		{"x = 1\ny = (", 2, 6, "got end of file"},
 		{"x = 1\nimport os", 2, 1, "scripts have no import"},
+		{"try:\n  x = 1\nexcept:\n  pass", 1, 1, "scripts have no try/except: a failed call returns an error value"},
+		{"x = 2 ** 3", 1, 9, "Starlark has no ** operator"},
 		{"def f(x):\n  return x['missing']\nf({})", 2, 11, `key "missing" not in dict`},
 		{"x = undefined_name", 1, 5, "undefined: undefined_name"},
 		{"def f(): return f()\nf()", 1, 17, "called recursively"},

@@ -78,8 +78,9 @@ var hints = []struct{ has, hint string }{
 	{"got raise", `use fail("message") to stop a script with an error`},
 	{"got class", "scripts have no classes: use dicts and functions"},
 	{"got with", "scripts have no with: there are no files to open, only tools"},
-	{"got string literal", `f-strings are not supported: use "%s" % x or "{}".format(x)`},
-	{"got '*'", "Starlark has no ** operator"},
+	{"got string literal", `f-strings and adjacent literals are not supported: use "%s" % x, "{}".format(x) or +`},
+	{"got '**'", "Starlark has no ** operator: multiply, or use a loop"},
+	{"got del", "scripts have no del: assign None, or pop from a dict or list"},
 }
 
 // hint adds to a compile error what to write instead; an undefined name
