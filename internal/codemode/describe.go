@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.starlark.net/starlark"
@@ -77,8 +78,8 @@ The script is Starlark, a small Python dialect: def, if, for, while, comprehensi
 - A call that fails returns an error value: test it with is_error(r); r.error is the message. Using it as a value stops the script.
 - parallel([(%s, {...}), (%s, {...})]) makes independent calls at once (%d at a time) and returns their results in order.
 - The answer is the variable result (or the value of the last line, if it is an expression), and what print() wrote.
-- Limits: %d tool calls, %s, %d steps, %s of values built.
-`, example, example, lim.Parallel, lim.Calls, lim.Time, lim.Steps, node.HumanBytes(lim.Bytes))
+- Limits: %d tool calls, %s in all, %d steps, %s of values built.
+`, example, example, lim.Parallel, lim.Calls, seconds(lim.Time), lim.Steps, node.HumanBytes(lim.Bytes))
 	head := b.String()
 	if len(binds) == 0 {
 		return runScriptTool(head + "\nNo tools are visible to scripts now.")
@@ -472,4 +473,9 @@ func cut(s string, n int) string {
 		s = s[:i]
 	}
 	return s + "…"
+}
+
+// seconds is d as a model reads it: "60s", "0.5s".
+func seconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s"
 }
