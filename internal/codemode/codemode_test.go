@@ -433,3 +433,34 @@ func diff(want, got any) string {
 	}
 	return fmt.Sprintf("want %#v\n got %#v", want, got)
 }
+
+// TestGlobals: data a host gives a script (a graph step's inputs and
+// results) is read by name, frozen, and hides a node of the same name.
+func TestGlobals(t *testing.T) {
+	f := standardFake()
+	opts := &Options{Tools: f, Globals: map[string]any{
+		"inputs": map[string]any{"dir": "/notes", "n": 3},
+		"steps":  map[string]any{"list": map[string]any{"text": "a\nb", "structured": []any{"a", "b"}}},
+		"sh":     "shadowed",
+	}}
+	res, err := Run(context.Background(), `result = [inputs["dir"], inputs["n"] + 1, steps["list"]["structured"], sh, tool("sh.bash", command="x")]`, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(res.Value); string(got) != `["/notes",4,["a","b"],"shadowed","ran x"]` {
+		t.Errorf("result %s", got)
+	}
+	_, err = Run(context.Background(), `inputs["dir"] = "/etc"`, opts)
+	if err == nil || !strings.Contains(err.Error(), "frozen") {
+		t.Errorf("changing a global: %v, want a frozen error", err)
+	}
+	if err := Check(context.Background(), `x = steps["list"]`, opts); err != nil {
+		t.Errorf("Check with globals: %v", err)
+	}
+	if err := Check(context.Background(), `x = gh.create_issue(title="t")`, &Options{Tools: f, Assume: []string{"gh"}}); err != nil {
+		t.Errorf("Check with an assumed node: %v", err)
+	}
+	if _, err := Run(context.Background(), `x = 1`, &Options{Tools: f, Globals: map[string]any{"json": 1}}); err == nil {
+		t.Error("a global named like a builtin was accepted")
+	}
+}
