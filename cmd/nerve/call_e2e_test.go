@@ -22,13 +22,12 @@ import (
 	"github.com/nerve-dev/nerve/pkg/api"
 )
 
-// TestFrontCallsAsTheCoreDoes runs each line with `nerve call` (the front)
-// and with `nerve-core call` (the whole program, no front) against the
-// same daemon: stdout, stderr and the exit code are the same. The lines
-// the front answers by itself still answer with NERVE_CORE naming no
-// program; every other line reaches the core (so with NERVE_CORE naming
-// none it fails saying so).
-func TestFrontCallsAsTheCoreDoes(t *testing.T) {
+// TestCallPrints: `nerve call` prints what a person checks — the answer
+// on stdout, progress, a graph's steps and errors on stderr, an exit
+// code that says how it ended — for text, images, structured content,
+// help, mistakes and graphs, each through the one request in which the
+// daemon parses the line.
+func TestCallPrints(t *testing.T) {
 	h := newHome(t)
 	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
 	h.must("node", "add", "mcp", "fx", "--", server)
@@ -36,76 +35,59 @@ func TestFrontCallsAsTheCoreDoes(t *testing.T) {
 	graph := filepath.Join(h.home, "g.yaml")
 	os.WriteFile(graph, []byte("inputs: {t: string}\nsteps:\n  a: {call: id.identity, args: {text: \"${inputs.t}\"}}\n"), 0o600)
 	h.must("graph", "add", "g", "--from", graph)
-	core := filepath.Join(filepath.Dir(h.bin), "nerve-core")
 	attachment := regexp.MustCompile(`/[^ \n]*nerve-call-[^/ \n]*/`)
 	duration := regexp.MustCompile(`\b[0-9.]+(µs|ms|s)\b`) // a graph step's time
-	run := func(bin string, extraEnv []string, words ...string) (string, string, int) {
-		t.Helper()
-		orig := h.bin
-		h.bin = bin
-		defer func() { h.bin = orig }()
-		cmd := h.cmd(append([]string{"call"}, words...)...)
-		cmd.Env = append(cmd.Env, extraEnv...)
+	const usage = "usage: nerve call LINE... (see `nerve call --help`)\n"
+	for _, tc := range []struct {
+		words  []string
+		stdout string // "…" at the end: the start of stdout
+		stderr string
+		code   int
+	}{
+		{[]string{"@id", "identity", "text=hi"}, "hi\n", "", 0},
+		{[]string{"@id", "identity", "text=two\nlines\n"}, "two\nlines\n", "", 0},
+		{[]string{"@id", "identity", "text="}, "", "", 0},
+		{[]string{"@id", "a   b"}, "a   b\n", "", 0},
+		{[]string{"@fx", "echo", "text=héllo ✓"}, "héllo ✓\n", "", 0},
+		{[]string{"@fx", "slow", "ms=30", "steps=3"}, "done in 3 steps\n", "@fx: 1/3 step 1 of 3\n@fx: 2/3 step 2 of 3\n@fx: 3/3 step 3 of 3\n", 0},
+		{[]string{"@fx", "fail"}, "", "error: failed on purpose\n", 3},
+		{[]string{"@fx", "fail", "message=it broke"}, "", "error: it broke\n", 3},
+		{[]string{"@fx", "image"}, "[image, image/png, 116 B: /TMP/image-1.png]\n", "", 0},
+		{[]string{"@fx", "structured", "text=a b c"}, "{\n  \"length\": 5,\n  \"text\": \"a b c\",\n  \"upper\": \"A B C\",\n  \"words\": 3\n}\n", "", 0},
+		{[]string{"@fx", "resource_link"}, "→ hello fixture://text/hello (read it with resources/read, text/plain)\n", "", 0},
+		{[]string{"@fx", "embedded_resource"}, "[resource fixture://text/hello (text/plain)]\nhello from the nerve fixture\n", "", 0},
+		{[]string{"@fx", "?"}, "@fx: 12 tools\n  add_tool …", "", 0},
+		{[]string{"@fx", "echo", "?"}, "@fx echo\n  Returns text unchanged.\n…", "", 0},
+		{[]string{"@fx", "ehco", "text=x"}, "", "nerve: unknown tool \"ehco\" on @fx — did you mean echo? `nerve call @fx ?` lists its tools\n" + usage, 2},
+		{[]string{"@fx", "echo", "txet=x"}, "", "nerve: unknown argument \"txet\" for @fx echo — did you mean text? `nerve call @fx echo ?` lists its parameters\n" + usage, 2},
+		{[]string{"@nosuch", "x"}, "", "nerve: no node \"nosuch\" (nodes: bash, fx, id, g)\n", 2},
+		{[]string{"@id", "identity"}, "", "nerve: missing required argument \"text\" (string) — add text=TEXT, or see `nerve call @id identity ?` (nothing came on stdin either)\n" + usage, 2},
+		{[]string{"@g", "t=hi"}, "hi\n", "@g ▸ a started\n@g ✓ a D\n", 0},
+	} {
+		cmd := h.cmd(append([]string{"call"}, tc.words...)...)
 		var out, errb strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		cmd.Stdin = strings.NewReader("")
+		cmd.Stdout, cmd.Stderr, cmd.Stdin = &out, &errb, strings.NewReader("")
 		code := 0
 		if err := cmd.Run(); err != nil {
 			ee, ok := err.(*exec.ExitError)
 			if !ok {
-				t.Fatalf("nerve call %v: %v", words, err)
+				t.Fatalf("nerve call %v: %v", tc.words, err)
 			}
 			code = ee.ExitCode()
 		}
-		return attachment.ReplaceAllString(out.String(), "/TMP/"), duration.ReplaceAllString(errb.String(), "D"), code
-	}
-	noCore := []string{"NERVE_CORE=" + filepath.Join(h.home, "no-such-core")}
-	for _, tc := range []struct {
-		words []string
-		alone bool // the front answers without the core
-	}{
-		{[]string{"@id", "identity", "text=hi"}, true},
-		{[]string{"@id", "identity", "text=two\nlines\n"}, true},
-		{[]string{"@id", "identity", "text="}, true},
-		{[]string{"@id", "a   b"}, true},
-		{[]string{"@fx", "echo", "text=héllo ✓"}, true},
-		{[]string{"@fx", "slow", "ms=30", "steps=3"}, true},
-		{[]string{"@fx", "log", "level=warning", "message=careful"}, true},
-		{[]string{"@fx", "fail"}, true},
-		{[]string{"@fx", "fail", "message=it broke"}, true},
-		{[]string{"@fx", "image"}, false},
-		{[]string{"@fx", "structured", "text=a b c"}, false},
-		{[]string{"@fx", "resource_link"}, false},
-		{[]string{"@fx", "embedded_resource"}, false},
-		{[]string{"@fx", "?"}, false},
-		{[]string{"@fx", "echo", "?"}, false},
-		{[]string{"@fx", "ehco", "text=x"}, false},
-		{[]string{"@fx", "echo", "txet=x"}, false},
-		{[]string{"@nosuch", "x"}, false},
-		{[]string{"@id", "identity"}, false},
-		{[]string{"@g", "t=hi"}, false},
-	} {
-		name := strings.Join(tc.words, " ")
-		fo, fe, fc := run(h.bin, nil, tc.words...)
-		co, ce, cc := run(core, nil, tc.words...)
-		if fo != co || fe != ce || fc != cc {
-			t.Errorf("nerve call %s:\nfront: exit %d, stdout %q, stderr %q\ncore:  exit %d, stdout %q, stderr %q", name, fc, fo, fe, cc, co, ce)
-			continue
-		}
-		ao, ae, ac := run(h.bin, noCore, tc.words...)
-		switch {
-		case tc.alone && (ao != fo || ae != fe || ac != fc):
-			t.Errorf("nerve call %s without the core: exit %d, stdout %q, stderr %q; want what it printed with it", name, ac, ao, ae)
-		case !tc.alone && (ac != 1 || !strings.Contains(ae, "NERVE_CORE names nerve-core")):
-			t.Errorf("nerve call %s without the core: exit %d, stdout %q, stderr %q; want the core's absence said", name, ac, ao, ae)
+		stdout := attachment.ReplaceAllString(out.String(), "/TMP/")
+		stderr := duration.ReplaceAllString(errb.String(), "D")
+		wantOut, prefix := strings.CutSuffix(tc.stdout, "…")
+		if code != tc.code || stderr != tc.stderr || !prefix && stdout != wantOut || prefix && (!strings.HasPrefix(stdout, wantOut) || stdout == wantOut) {
+			t.Errorf("nerve call %q:\ngot  exit %d, stdout %q, stderr %q\nwant exit %d, stdout %q, stderr %q", tc.words, code, stdout, stderr, tc.code, tc.stdout, tc.stderr)
 		}
 	}
 }
 
-// TestFrontInterruptedCall sends SIGINT to `nerve call` while the call
-// runs: the call is cancelled in the daemon, the message names the call
-// as the core's does, and the node answers the next call.
-func TestFrontInterruptedCall(t *testing.T) {
+// TestCallInterrupted sends SIGINT to `nerve call` while the call runs
+// (Ctrl-C): the call is cancelled in the daemon, the message names the
+// call, and the node answers the next call.
+func TestCallInterrupted(t *testing.T) {
 	h := newHome(t)
 	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
 	h.must("node", "add", "mcp", "fx", "--", server)
@@ -149,83 +131,11 @@ func TestFrontInterruptedCall(t *testing.T) {
 	}
 }
 
-// TestFrontBuildsTheCoreFromItsCheckout: a front with no nerve-core beside
-// it (what `go run ./cmd/nerve` builds) builds the core from the checkout
-// it was built from into the user's cache, and runs it; the second run
-// finds it built.
-func TestFrontBuildsTheCoreFromItsCheckout(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command")
-	}
-	dir := t.TempDir()
-	front := filepath.Join(dir, "nerve")
-	// -buildvcs=auto: in a git checkout Go stamps the module version
-	// (v0.0.0-DATE-REV+dirty), as it does for people; it must not stop
-	// the front from taking the checkout for one.
-	build := exec.Command(goBin, "build", "-buildvcs=auto", "-o", front, "./cmd/nerve")
-	build.Dir = testutil.RepoRoot(t)
-	build.Env = append(os.Environ(), "GOFLAGS=")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cache := t.TempDir()
-	// The go command's own caches stay where they are: a cold build cache
-	// makes the core's build take minutes, a new module cache a download.
-	goEnv, err := exec.Command(goBin, "env", "GOCACHE", "GOMODCACHE", "GOPATH").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals := strings.Split(strings.TrimSpace(string(goEnv)), "\n")
-	if len(vals) != 3 {
-		t.Fatalf("go env: %q", goEnv)
-	}
-	env := append(os.Environ(), "XDG_CACHE_HOME="+cache, "HOME="+t.TempDir(), "NERVE_CORE=",
-		"GOCACHE="+vals[0], "GOMODCACHE="+vals[1], "GOPATH="+vals[2])
-	for i := range 2 {
-		cmd := exec.Command(front, "version")
-		cmd.Env = env
-		out, err := cmd.CombinedOutput()
-		if err != nil || !strings.HasPrefix(string(out), "nerve ") {
-			t.Fatalf("run %d: nerve version: %v\n%s", i, err, out)
-		}
-	}
-	cores, _ := filepath.Glob(filepath.Join(cache, "nerve", "core-*", "nerve-core"))
-	if len(cores) != 1 {
-		t.Errorf("cores built in the cache: %v; want one", cores)
-	}
-	// Without the go command it says what is missing and how to fix it.
-	os.RemoveAll(filepath.Join(cache, "nerve"))
-	cmd := exec.Command(front, "version")
-	cmd.Env = append(env, "PATH="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "needs the go command") {
-		t.Errorf("without go: %v, %q; want it to say the go command is needed", err, out)
-	}
-}
-
-// TestFrontLinksLittle keeps the front small: it must not link the daemon,
-// the node kinds, the MCP SDK, net/http or the other heavy packages whose
-// start-up a one-shot call would pay (docs/performance.md).
-func TestFrontLinksLittle(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/nerve-dev/nerve/cmd/nerve").Output()
-	if err != nil {
-		t.Skipf("go list: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{"net/http", "crypto/tls", "modelcontextprotocol", "jsonschema", "go.uber.org/zap", "yaml", "encoding/gob", "github.com/nerve-dev/nerve/pkg/session", "github.com/nerve-dev/nerve/internal/cli", "github.com/nerve-dev/nerve/internal/daemon", "github.com/chzyer/readline"} {
-			if strings.Contains(dep, banned) {
-				t.Errorf("the front links %s", dep)
-			}
-		}
-	}
-}
-
-// TestFrontOlderDaemon: a daemon from before call lines (it refuses the
-// "line" field) is still answered through the front: the front hands its
-// 400 to the core, which asks for the tools, parses the line and calls, as
-// nerve did then, without sending the refused request again.
-func TestFrontOlderDaemon(t *testing.T) {
+// TestCallOlderDaemon: a daemon from before call lines (it refuses the
+// "line" field) is still answered: nerve asks for the tools, parses the
+// line and calls, as nerve did then, and never sends the refused request
+// again.
+func TestCallOlderDaemon(t *testing.T) {
 	h := newHome(t)
 	if err := os.MkdirAll(filepath.Dir(h.p.Socket), 0o700); err != nil {
 		t.Fatal(err)
@@ -274,6 +184,6 @@ func TestFrontOlderDaemon(t *testing.T) {
 		}
 	}
 	if lines != 1 || len(seen) != 3 {
-		t.Errorf("requests with a line: %d; want 1 (the front's, never sent again) of 3 (line, tools, call):\n%s", lines, strings.Join(seen, "\n"))
+		t.Errorf("requests with a line: %d; want 1 (never sent again) of 3 (line, tools, call):\n%s", lines, strings.Join(seen, "\n"))
 	}
 }
