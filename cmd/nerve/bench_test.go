@@ -206,6 +206,9 @@ func BenchmarkOneShotRatio(b *testing.B) {
 	const rounds = 200
 	h := benchHome(b)
 	h.bin = copyBinary(b, h.bin)
+	// The copy is removed before benchHome's cleanup runs: stop the daemon
+	// (which it starts) while it is there.
+	b.Cleanup(func() { h.cmd("daemon", "stop").Run() })
 	hello := copyBinary(b, testutil.BuildBinary(b, "./cmd/nerve/testdata/hello"))
 	mustB(b, h, "node", "add", "identity", "id")
 	if out := mustB(b, h, "call", "@id", "identity", "text=hi"); out != "hi\n" {
