@@ -101,6 +101,7 @@ func TestCodeMode(t *testing.T) {
 	if n := len(log.all()); n != 2 {
 		t.Errorf("the call log has %d calls after the refused scripts, want 2", n)
 	}
+
 }
 
 // TestCodeWithDiscover: with Discover too, run_script is served beside
@@ -110,13 +111,27 @@ func TestCodeWithDiscover(t *testing.T) {
 	s := newSession(t)
 	addNode(t, s, node.Spec{ID: "echo", Kind: "identity"})
 	srv := serve(t, NewSessionBackend(s), &Options{Code: true, Discover: true})
-	cs, _ := connect(t, srv, nil)
+	cs, ev := connect(t, srv, nil)
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"call_tool", "describe_tool", "run_script", "search_tools"}) {
 		t.Fatalf("tools with --code --discover: %v", got)
 	}
 	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "run_script", Arguments: map[string]any{"script": `echo.identity(text="hi")`}})
 	if err != nil || res.IsError || resultText(res) != "hi" {
 		t.Errorf("run_script with discovery: %v %s", err, resultText(res))
+	}
+	// A node added later is in the description after list_changed.
+	addNode(t, s, node.Spec{ID: "echo2", Kind: "identity"})
+	deadline := time.After(15 * time.Second)
+	for changed := false; !changed; {
+		select {
+		case <-ev.toolsChanged:
+		case <-deadline:
+			t.Fatal("run_script's description never listed echo2.identity")
+		}
+		lt, err := cs.ListTools(t.Context(), nil)
+		if err == nil && slices.ContainsFunc(lt.Tools, func(t *mcp.Tool) bool { return strings.Contains(t.Description, "echo2.identity(text: str)") }) {
+			changed = true
+		}
 	}
 	// A filter that excludes run_script by name hides it.
 	srv2 := serve(t, NewSessionBackend(s), &Options{Code: true, Tools: "!run_script"})
