@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -75,7 +76,16 @@ func TestPlanBinary(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "graph greet3") || !strings.Contains(errs, "no terminal to ask on; run it again with --yes") {
 		t.Fatalf("plan without a terminal: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
-	if ls := n.Must("graph", "ls"); strings.Contains(ls, "greet2") || strings.Contains(ls, "greet3") || !strings.Contains(ls, "greet") {
+	// --json: the draft as data; saved only with --yes.
+	srv.Add(llmserver.Turn{Text: planRight})
+	var draft struct {
+		Name, Kind, Source, Graph string
+		Saved                     bool
+	}
+	if err := json.Unmarshal([]byte(n.Must("--json", "plan", "greet", "me")), &draft); err != nil || draft.Name != "greet-2" || draft.Kind != "graph" || draft.Saved || !strings.Contains(draft.Graph, "echo.identity") {
+		t.Errorf("--json plan: %v %+v", err, draft)
+	}
+	if ls := n.Must("graph", "ls"); strings.Contains(ls, "greet2") || strings.Contains(ls, "greet3") || strings.Contains(ls, "greet-2") || !strings.Contains(ls, "greet") {
 		t.Errorf("graph ls after the plans:\n%s", ls)
 	}
 }

@@ -464,3 +464,25 @@ func TestGlobals(t *testing.T) {
 		t.Error("a global named like a builtin was accepted")
 	}
 }
+
+// TestReads: the keys a script reads a global with, written out, and the
+// first use that hides them.
+func TestReads(t *testing.T) {
+	u, err := Reads("a = steps[\"x\"][\"text\"]\nb = steps.get(\"y\")\nfor k in inputs:\n    print(k)\n", "steps", "inputs", "item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u["steps"]; len(got.Reads) != 2 || got.Reads[0] != (Read{"x", 1, 11}) || got.Reads[1].Key != "y" || got.Other != nil {
+		t.Errorf("steps: %+v", got)
+	}
+	if got := u["inputs"]; len(got.Reads) != 0 || got.Other == nil || *got.Other != (Read{"", 3, 10}) {
+		t.Errorf("inputs: %+v", got)
+	}
+	if got := u["item"]; len(got.Reads) != 0 || got.Other != nil {
+		t.Errorf("item: %+v", got)
+	}
+	var e *Error
+	if _, err := Reads("x = (", "steps"); !errors.As(err, &e) || e.Line != 1 {
+		t.Errorf("a syntax error: %v", err)
+	}
+}

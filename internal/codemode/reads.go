@@ -11,28 +11,39 @@ type Read struct {
 	Line, Column int
 }
 
-// Reads parses src and returns the reads of the global name with a
-// string key written out (name["key"], name.get("key")), and the first
-// use of name in any other way (name[k], for k in name, f(name)), which
-// no one can tell the keys of before the script runs. A graph knows from
-// them which steps a script step waits for. A syntax error is an *Error
-// at its line and column.
-func Reads(src, name string) (reads []Read, other *Read, err error) {
+// Uses are a global's uses in a script: its reads with a string key
+// written out (name["key"], name.get("key")), and its first use in any
+// other way (name[k], for k in name, f(name)), whose keys no one can tell
+// before the script runs.
+type Uses struct {
+	Reads []Read
+	Other *Read
+}
+
+// Reads parses src and returns the uses of each of the globals names (a
+// graph knows from them which steps a script step waits for, and which
+// inputs it reads). A syntax error is an *Error at its line and column.
+func Reads(src string, names ...string) (map[string]*Uses, error) {
 	f, err := fileOptions.Parse("script", src, 0)
 	if err != nil {
 		r := &run{file: "script"}
-		return nil, nil, r.syntaxError(err)
+		return nil, r.syntaxError(err)
+	}
+	out := make(map[string]*Uses, len(names))
+	for _, n := range names {
+		out[n] = &Uses{}
 	}
 	keyed := map[*syntax.Ident]bool{}
 	key := func(x, k syntax.Expr) {
 		id, ok := x.(*syntax.Ident)
 		lit, isLit := k.(*syntax.Literal)
-		if !ok || id.Name != name || !isLit || lit.Token != syntax.STRING {
+		if !ok || out[id.Name] == nil || !isLit || lit.Token != syntax.STRING {
 			return
 		}
 		s, _ := lit.Value.(string)
 		keyed[id] = true
-		reads = append(reads, Read{Key: s, Line: int(lit.TokenPos.Line), Column: int(lit.TokenPos.Col)})
+		u := out[id.Name]
+		u.Reads = append(u.Reads, Read{Key: s, Line: int(lit.TokenPos.Line), Column: int(lit.TokenPos.Col)})
 	}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
@@ -43,11 +54,11 @@ func Reads(src, name string) (reads []Read, other *Read, err error) {
 				key(dot.X, n.Args[0])
 			}
 		case *syntax.Ident:
-			if n.Name == name && !keyed[n] && other == nil {
-				other = &Read{Line: int(n.NamePos.Line), Column: int(n.NamePos.Col)}
+			if u := out[n.Name]; u != nil && !keyed[n] && u.Other == nil {
+				u.Other = &Read{Line: int(n.NamePos.Line), Column: int(n.NamePos.Col)}
 			}
 		}
 		return true
 	})
-	return reads, other, nil
+	return out, nil
 }

@@ -85,7 +85,7 @@ func (p *parser) scriptReads(d *Def, s *Step, inputs map[string]bool, stepIDs []
 	fail := func(line, col int, format string, args ...any) {
 		p.errs = append(p.errs, &Error{Pos: s.ScriptPos(line, col), Msg: fmt.Sprintf("step %s: script: ", s.ID) + fmt.Sprintf(format, args...)})
 	}
-	reads, other, err := codemode.Reads(s.Script, "steps")
+	uses, err := codemode.Reads(s.Script, "steps", "inputs", "item")
 	if err != nil {
 		s.script.bad = true
 		var ce *codemode.Error
@@ -96,10 +96,10 @@ func (p *parser) scriptReads(d *Def, s *Step, inputs map[string]bool, stepIDs []
 		}
 		return
 	}
-	if other != nil {
-		fail(other.Line, other.Column, `read steps with a step's name written out, steps["read"] (or steps.get("read")), so the graph knows which steps this one waits for`)
+	if o := uses["steps"].Other; o != nil {
+		fail(o.Line, o.Column, `read steps with a step's name written out, steps["read"] (or steps.get("read")), so the graph knows which steps this one waits for`)
 	}
-	for _, r := range reads {
+	for _, r := range uses["steps"].Reads {
 		switch {
 		case d.byID[r.Key] == nil:
 			fail(r.Line, r.Column, "steps[%q]: %s", r.Key, noSuch("step", r.Key, stepIDs))
@@ -109,8 +109,7 @@ func (p *parser) scriptReads(d *Def, s *Step, inputs map[string]bool, stepIDs []
 			seen[r.Key] = true
 		}
 	}
-	ins, _, _ := codemode.Reads(s.Script, "inputs")
-	for _, r := range ins {
+	for _, r := range uses["inputs"].Reads {
 		if !inputs[r.Key] {
 			names := make([]string, 0, len(inputs))
 			for _, in := range d.Inputs {
@@ -119,10 +118,13 @@ func (p *parser) scriptReads(d *Def, s *Step, inputs map[string]bool, stepIDs []
 			fail(r.Line, r.Column, "inputs[%q]: %s; declare it under `inputs:`", r.Key, noSuch("input", r.Key, names))
 		}
 	}
-	if s.Foreach == nil {
-		if _, item, _ := codemode.Reads(s.Script, "item"); item != nil {
-			fail(item.Line, item.Column, "item is only known in a step with `foreach:`")
+	item := uses["item"]
+	if s.Foreach == nil && (item.Other != nil || len(item.Reads) > 0) {
+		at := item.Other
+		if at == nil || len(item.Reads) > 0 && item.Reads[0].Line < at.Line {
+			at = &item.Reads[0]
 		}
+		fail(at.Line, at.Column, "item is only known in a step with `foreach:`")
 	}
 }
 
