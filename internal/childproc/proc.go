@@ -154,7 +154,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 		closeAll(ours...)
 		return nil, fmt.Errorf("making pipes for %q: %w", argv[0], err)
 	}
-	err = startLocked(cmd, func() {
+	err = startOnLockedThread(cmd, func() {
 		cmd.Wait()
 		p.state = cmd.ProcessState
 		close(p.exited)
@@ -182,7 +182,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 	return p, nil
 }
 
-// startLocked starts cmd from a goroutine locked to its OS thread and runs
+// startOnLockedThread starts cmd from a goroutine locked to its OS thread and runs
 // reap on that goroutine, unlocking only once the child is reaped.
 //
 // Pdeathsig fires when the *thread* that forked the child exits, not the
@@ -192,7 +192,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 // alive. A thread of our own, held for the child's lifetime, makes the
 // signal mean exactly "the daemon died". It costs one thread per child,
 // which cmd.Wait blocks anyway.
-func startLocked(cmd *exec.Cmd, reap func()) error {
+func startOnLockedThread(cmd *exec.Cmd, reap func()) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/internal/nodes/llm/provider"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -263,6 +264,7 @@ func decodeState(raw json.RawMessage) ([]provider.Message, error) {
 
 // saveLocked persists the conversation. n.mu must be held.
 func (n *Node) saveLocked() {
+	syncs.AssertLocked(&n.mu)
 	if n.env.SaveState == nil {
 		return
 	}
