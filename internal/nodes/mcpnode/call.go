@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -92,6 +93,7 @@ var _ node.Reviver = (*Node)(nil)
 // revivableLocked reports whether the next call reconnects the node: it is
 // remote, ERROR, meant to run, and no restart loop is at work. n.mu is held.
 func (n *Node) revivableLocked() bool {
+	syncs.AssertRLocked(&n.mu)
 	return n.server.URL != "" && n.wantRunning && n.restartCancel == nil && n.State() == node.Error
 }
 

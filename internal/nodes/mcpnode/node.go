@@ -21,6 +21,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/backoff"
 	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -95,10 +96,10 @@ type Node struct {
 	log    *zap.Logger
 	cfg    config
 
-	// Lock order: lifeMu, then mu; callsMu, catalogMu and idleMu are
-	// never held while taking another. lifeMu is held for a whole start
-	// or stop; Stop cancels a start in progress (startCancel, under mu)
-	// before it waits for lifeMu, so a hanging connect cannot hold it up.
+	// Lock order (doc.go): lifeMu, catalogMu, mu; callsMu is a leaf.
+	// lifeMu is held for a whole start or stop; Stop cancels a start in
+	// progress (startCancel, under mu) before it waits for lifeMu, so a
+	// hanging connect cannot hold it up.
 
 	// lifeMu serialises start, stop and restart, and guards oauth.
 	lifeMu sync.Mutex
@@ -126,11 +127,15 @@ type Node struct {
 	failStreak    int
 	catalogued    bool      // the lists come from (or were saved to) catalog.json
 	catalogSaved  time.Time // when the catalogue was written
-	catalogMu     sync.Mutex
-	idleMu        sync.Mutex
-	idleTimer     *time.Timer
-	subs          atomic.Int32 // resource subscriptions held
 	onUpdated     func(uri string)
+
+	// catalogMu serialises writing catalog.json (catalog.go).
+	catalogMu sync.Mutex
+
+	subs atomic.Int32 // resource subscriptions held
+
+	// idle stops the server after the idle time without a call (idle.go).
+	idle *time.Timer
 
 	// callsMu guards calls.
 	callsMu sync.Mutex
@@ -162,6 +167,8 @@ func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 		}
 	}
 	n := &Node{server: srv, opts: opts, env: env, log: env.Log(), cfg: cfg, calls: map[string]*call{}}
+	n.idle = time.AfterFunc(time.Hour, n.idleStop) // idle.go; set by touch
+	n.idle.Stop()
 	n.Init(spec, env)
 	n.loadCatalog()
 	return n, nil
@@ -225,6 +232,7 @@ func (n *Node) Start(ctx context.Context) error {
 var errStoppedDuringStart = errors.New("the node was stopped while it started")
 
 func (n *Node) startLocked(ctx context.Context) error {
+	syncs.AssertLocked(&n.lifeMu)
 	if err := n.Machine.ToIf(node.Starting, "", node.Created, node.Stopped); err != nil {
 		return fmt.Errorf("starting node %q: %w", n.ID(), err)
 	}
@@ -550,6 +558,7 @@ func (n *Node) Stop(ctx context.Context) error {
 }
 
 func (n *Node) stopLocked(ctx context.Context) error {
+	syncs.AssertLocked(&n.lifeMu)
 	switch n.State() {
 	case node.Created, node.Stopped:
 		return nil
