@@ -100,6 +100,9 @@ type Options struct {
 	// Timeout bounds one HTTP request to the provider, streaming included
 	// ("90s"; default 5m). 429 and 5xx answers are retried with backoff.
 	Timeout node.Duration `json:"timeout,omitempty"`
+	// Retry tunes those retries (attempts, base, max); nil keeps
+	// provider.DefaultRetry.
+	Retry *mcpconf.Retry `json:"retry,omitempty"`
 	// Stream asks for SSE streaming (default true); false for servers that
 	// stream badly.
 	Stream *bool `json:"stream,omitempty"`
@@ -170,7 +173,7 @@ func (o *Options) validate() error {
 			return fmt.Errorf("--tools entry %q is not a valid glob: %w", p, err)
 		}
 	}
-	return nil
+	return o.Retry.Check()
 }
 
 func (o *Options) stream() bool { return o.Stream == nil || *o.Stream }
@@ -332,6 +335,7 @@ func (n *Node) newClient() (provider.Client, error) {
 		Headers: headers,
 		Stream:  n.opts.stream(),
 		Timeout: time.Duration(n.opts.Timeout),
+		Retry:   n.opts.Retry.Over(provider.DefaultRetry),
 	}
 	if n.opts.Provider == ProviderAnthropic {
 		return provider.NewAnthropic(cfg), nil

@@ -215,6 +215,10 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 	}
 	var serr *StatusError
 	if errors.As(err, &serr) {
+		if serr.NotResent {
+			// 502 or 504: a gateway got no answer; the call may have run.
+			return nil, fmt.Errorf("tool %q on node %q: %w", req.Tool, n.ID(), serr)
+		}
 		// 429 or 503 after nerve's retries: the call was not run.
 		return nil, fmt.Errorf("tool %q on node %q was not run: %w", req.Tool, n.ID(), serr)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/backoff"
 	"github.com/nerve-dev/nerve/internal/childproc"
+	"github.com/nerve-dev/nerve/internal/httpretry"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -302,9 +303,9 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		n.lastStderr, n.pid = p.Stderr(), p.Pid()
 		n.mu.Unlock()
 	case srv.Transport == "sse":
-		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}))}
 	default:
-		hc := httpClient(srv.Headers)
+		hc := httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}))
 		oauth, err := n.oauthHandlerLocked(hc)
 		if err != nil {
 			c.cancel()
@@ -488,10 +489,11 @@ func (n *Node) setRoots(client *mcp.Client) error {
 	return nil
 }
 
-// httpClient returns a client that adds headers to every request and
-// retries one the server turned away with 429 or 503 (retry.go) and reads
-// every answer through a guard (see guardTransport).
-func httpClient(headers map[string]string) *http.Client {
+// httpClient returns a client that adds headers to every request,
+// retries one the server or a gateway turned away as retry says
+// (retry.go), and reads every answer through a guard (see
+// guardTransport).
+func httpClient(headers map[string]string, retry httpretry.Policy) *http.Client {
 	var base http.RoundTripper = http.DefaultTransport
 	if len(headers) > 0 {
 		h := make(http.Header, len(headers))
@@ -500,7 +502,7 @@ func httpClient(headers map[string]string) *http.Client {
 		}
 		base = &headerTransport{base: base, headers: h}
 	}
-	return &http.Client{Transport: &guardTransport{base: &retryTransport{base: base}, limit: DefaultMaxMessage}}
+	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage}}
 }
 
 type headerTransport struct {
