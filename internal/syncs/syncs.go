@@ -32,12 +32,3 @@ func AssertRLocked(rw *sync.RWMutex) {
 		panic("syncs: a function that needs its RWMutex held was called without it")
 	}
 }
-
-// AssertWLocked panics (in race-enabled builds) if rw is not held for
-// writing.
-func AssertWLocked(rw *sync.RWMutex) {
-	if enabled && rw.TryRLock() {
-		rw.RUnlock()
-		panic("syncs: a function that needs its RWMutex held for writing was called without it")
-	}
-}

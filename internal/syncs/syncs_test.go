@@ -21,7 +21,7 @@ func TestAsserts(t *testing.T) {
 	rw.Lock()
 	for name, f := range map[string]func(){
 		"Mutex held":            func() { AssertLocked(&m) },
-		"RWMutex held to write": func() { AssertRLocked(&rw); AssertWLocked(&rw) },
+		"RWMutex held to write": func() { AssertRLocked(&rw) },
 	} {
 		if panics(f) {
 			t.Errorf("%s: the assertion panicked", name)
@@ -33,14 +33,10 @@ func TestAsserts(t *testing.T) {
 	if panics(func() { AssertRLocked(&rw) }) {
 		t.Error("RWMutex held to read: AssertRLocked panicked")
 	}
-	if got := panics(func() { AssertWLocked(&rw) }); got != enabled {
-		t.Errorf("RWMutex held to read: AssertWLocked panicked = %v, want %v", got, enabled)
-	}
 	rw.RUnlock()
 	for name, f := range map[string]func(){
-		"Mutex free":             func() { AssertLocked(&m) },
-		"RWMutex free":           func() { AssertRLocked(&rw) },
-		"RWMutex free, to write": func() { AssertWLocked(&rw) },
+		"Mutex free":   func() { AssertLocked(&m) },
+		"RWMutex free": func() { AssertRLocked(&rw) },
 	} {
 		if got := panics(f); got != enabled {
 			t.Errorf("%s: panicked = %v, want %v", name, got, enabled)
