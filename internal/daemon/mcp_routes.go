@@ -212,7 +212,7 @@ type attachMember interface {
 	resourceUpdated(uri string)
 }
 
-func newStreamAttachment(w http.ResponseWriter, ctx context.Context, commander bool) *streamAttachment {
+func newStreamAttachment(ctx context.Context, w http.ResponseWriter, commander bool) *streamAttachment {
 	a := &streamAttachment{w: w, ctx: ctx, commander: commander}
 	a.q = sendq.New(attachQueueBytes, a.write)
 	return a
@@ -485,7 +485,7 @@ func (d *Daemon) handleMCPAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
-	a := newStreamAttachment(w, r.Context(), r.URL.Query().Get("as") == api.AttachAsCommander)
+	a := newStreamAttachment(r.Context(), w, r.URL.Query().Get("as") == api.AttachAsCommander)
 	leave := joinAttachGroup(b, s, id, a)
 	defer leave()
 	defer func() {

@@ -74,7 +74,7 @@ func TestWithdrawnWhenAskingEnds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &lineRecorder{header: http.Header{}, lines: make(chan api.AttachLine, 8)}
-			g := &attachGroup{members: []attachMember{newStreamAttachment(rec, context.Background(), false)}}
+			g := &attachGroup{members: []attachMember{newStreamAttachment(context.Background(), rec, false)}}
 			ctx, cancel := tt.ctx()
 			errc := make(chan error, 1)
 			go func() {
@@ -208,7 +208,7 @@ func (c *stalledWriter) Write(b []byte) (int, error) {
 // (its stream no longer read) must not hold that goroutine up.
 func TestAttachStreamNeverBlocksTheNode(t *testing.T) {
 	w := &stalledWriter{header: http.Header{}, release: make(chan struct{})}
-	a := newStreamAttachment(w, context.Background(), true)
+	a := newStreamAttachment(context.Background(), w, true)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
