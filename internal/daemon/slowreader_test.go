@@ -73,20 +73,35 @@ const floodSteps = 1500
 // The stalled client is a `nerve call` (the daemon's call route) or an
 // MCP client of `nerve mcp serve` (the connection switched to MCP).
 func TestStalledReaderFreezesNoOne(t *testing.T) {
+	defer func(n int) { callQueueBytes = n }(callQueueBytes)
+	callQueueBytes = 16 << 10
 	for _, p := range mcpPeers {
-		for _, via := range []string{"call", "mcp serve"} {
-			for _, resume := range []bool{true, false} {
-				end := "killed"
-				if resume {
-					end = "resumed"
+		t.Run(p.name, func(t *testing.T) {
+			e := newStallEnv(t, p)
+			for _, via := range []string{"call", "mcp serve"} {
+				for _, resume := range []bool{true, false} {
+					end := "killed"
+					if resume {
+						end = "resumed"
+					}
+					t.Run(via+"/"+end, func(t *testing.T) { stalledReader(t, e, via, resume) })
 				}
-				t.Run(p.name+"/"+via+"/"+end, func(t *testing.T) { stalledReader(t, p, via, resume) })
 			}
-		}
+		})
 	}
 }
 
-func stalledReader(t *testing.T, p mcpPeer, via string, resume bool) {
+// stallEnv is a daemon serving a node n of one peer on a socket whose
+// connections have small buffers.
+type stallEnv struct {
+	p    mcpPeer
+	d    *Daemon
+	sock string
+	cs   *client.Session
+	s    *session.Session
+}
+
+func newStallEnv(t *testing.T, p mcpPeer) *stallEnv {
 	reg := testRegistry()
 	reg.Register(mcpnode.Kind, mcpnode.Factory(nil))
 	d, err := New(&Options{Registry: reg})
@@ -94,22 +109,25 @@ func stalledReader(t *testing.T, p mcpPeer, via string, resume bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close(context.Background()) })
-	sock := smallBufferSocket(t, d)
-	defer func(n int) { callQueueBytes = n }(callQueueBytes)
-	callQueueBytes = 16 << 10
-	c := client.New(client.Options{Socket: sock})
+	e := &stallEnv{p: p, d: d, sock: smallBufferSocket(t, d)}
+	c := client.New(client.Options{Socket: e.sock})
 	t.Cleanup(func() { c.Close() })
-	cs := c.Session(DefaultSession)
-	if _, err := cs.Add(t.Context(), node.Spec{ID: "n", Kind: mcpnode.Kind, Command: p.command(t)}); err != nil {
+	e.cs = c.Session(DefaultSession)
+	if _, err := e.cs.Add(t.Context(), node.Spec{ID: "n", Kind: mcpnode.Kind, Command: p.command(t)}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := d.session(t.Context(), DefaultSession, false)
-	if err != nil {
+	if e.s, err = d.session(t.Context(), DefaultSession, false); err != nil {
 		t.Fatal(err)
 	}
-	ended := s.SubscribeFiltered(16, func(ev *session.Event) bool { return ev.Kind == session.EventCallEnd && ev.Tool == p.slow })
+	return e
+}
+
+func stalledReader(t *testing.T, e *stallEnv, via string, resume bool) {
+	p, sock, cs := e.p, e.sock, e.cs
+	ended := e.s.SubscribeFiltered(16, func(ev *session.Event) bool { return ev.Kind == session.EventCallEnd && ev.Tool == p.slow })
 	defer ended.Close()
 	before := handlerGoroutines()
+	var err error
 
 	// The stalled client: it sends its call and reads nothing more.
 	var stalled net.Conn
