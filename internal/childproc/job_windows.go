@@ -36,12 +36,18 @@ func killGroup(pid int) {
 }
 
 // KillAll ends everything the child started: its job object, every
-// process of which Windows ends at once, and the child itself if it has
-// no job. Windows has no process groups, and a process cannot leave a job
-// that does not allow it, so extraGroups has nothing to add here.
+// process of which Windows ends at once, and the child itself while it
+// runs (it is the only one to end where it has no job). Windows has no
+// process groups, and a process cannot leave a job that does not allow
+// it, so extraGroups has nothing to add here.
 func (p *Proc) KillAll(extraGroups ...int) {
 	p.cg.kill()
-	killGroup(p.pid)
+	select {
+	case <-p.exited:
+		// Reaped: Windows may have given its pid to another process.
+	default:
+		killGroup(p.pid)
+	}
 }
 
 // AdoptOrphans does nothing on Windows: a child's job object holds what it
