@@ -45,6 +45,14 @@ type Doc struct {
 	// Node is the node's id ("" when the name has no node part).
 	Node string
 	Tool *mcp.Tool
+	// Server is what the node's server says of itself, if known; the
+	// docs of one node share it.
+	Server *Server
+}
+
+// Server is what an MCP server says of itself in initialize.
+type Server struct {
+	Name, Title, Instructions string
 }
 
 // Hit is one found tool and its score (higher is better).
