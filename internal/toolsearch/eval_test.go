@@ -72,6 +72,8 @@ type query struct {
 	ID      string   `json:"id"`
 	Query   string   `json:"query"`
 	Answers []string `json:"answers"`
+	// Task is the situation the query was written from.
+	Task string `json:"task"`
 }
 
 // agentQueries reads a JSON-lines query set (agent-dev.jsonl's format).
@@ -210,4 +212,45 @@ func TestEvalFile(t *testing.T) {
 	for _, m := range s.misses {
 		t.Logf("  %s", m)
 	}
+}
+
+// TestMeans measures each means of ranking on every set: the figures of
+// docs/performance.md. It only reports; run it with -v.
+func TestMeans(t *testing.T) {
+	if !testing.Verbose() {
+		t.Skip("reports only: run with -v")
+	}
+	agent := agentQueries(t, "testdata/agent-dev.jsonl")
+	// The tasks themselves as queries: longer, in the user's words, a
+	// harder set that tells the means apart.
+	var tasks []query
+	for _, q := range agent {
+		tasks = append(tasks, query{ID: q.ID, Query: q.Task, Answers: q.Answers})
+	}
+	old := oldQueries(t)
+	docs, small := corpus(t), catalogue(t)
+	none := config{}
+	for _, m := range []struct {
+		name string
+		cfg  config
+		stem func(string) string
+	}{
+		{"issue 19's BM25 (own stemmer, no server, no thesaurus)", config{params: true}, legacyStem},
+		{"  without parameters", none, legacyStem},
+		{"Snowball stemmer", config{params: true}, stem},
+		{"+ server name and title", config{params: true, server: true}, stem},
+		{"+ server instructions", config{params: true, server: true, instruction: wInstructed}, stem},
+		{"+ WordNet synonyms", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym}, stem},
+		{"+ WordNet derived forms", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym, derived: defaults.derived}, stem},
+		{"+ FOLDOC computing synonyms", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym, derived: defaults.derived, software: defaults.software}, stem},
+		{"+ nearest spelling", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym, derived: defaults.derived, software: defaults.software, fuzzy: defaults.fuzzy}, stem},
+		{"+ abbreviations", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym, derived: defaults.derived, software: defaults.software, fuzzy: defaults.fuzzy, abbrev: defaults.abbrev}, stem},
+		{"+ compounds", defaults, stem},
+	} {
+		stemmer = m.stem
+		ix := newIndex(docs, m.cfg)
+		a, ta, o, os := evaluate(ix, agent), evaluate(ix, tasks), evaluate(ix, old), evaluate(newIndex(small, m.cfg), old)
+		t.Logf("%-58s agent %.2f/%.2f  tasks %.2f/%.2f  old(273) %.2f/%.2f  old(issue 19) %.2f/%.2f", m.name, a.r1(), a.r5(), ta.r1(), ta.r5(), o.r1(), o.r5(), os.r1(), os.r5())
+	}
+	stemmer = stem
 }

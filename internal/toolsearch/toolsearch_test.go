@@ -14,13 +14,14 @@ import (
 
 func TestTokens(t *testing.T) {
 	for in, want := range map[string][]string{
-		"fs.read_text_file":            {"fs", "read", "text", "fil"},
-		"readTextFile":                 {"read", "text", "fil"},
+		"fs.read_text_file":            {"fs", "read", "text", "file"},
+		"readTextFile":                 {"read", "text", "file"},
 		"HTTPServer get-sum":           {"http", "server", "get", "sum"},
-		"Read the files, reading them": {"read", "fil", "read", "them"},
-		"directories":                  {"directory"},
+		"Read the files, reading them": {"read", "file", "read", "them"},
+		"directories":                  {"directori"},
 		"created creating create":      {"creat", "creat", "creat"},
-		"base64 MIME":                  {"base64", "mim"},
+		"base64 MIME":                  {"base64", "mime"},
+		"how can I list a PR's files?": {"list", "pr", "file"},
 		"":                             nil,
 	} {
 		if got := Tokens(in); !slices.Equal(got, want) {
