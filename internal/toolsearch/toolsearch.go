@@ -124,12 +124,17 @@ func newIndex(docs []Doc, cfg config) *Index {
 	var total float64
 	tf := map[string]float64{}
 	servers := map[*Server]int32{}
+	stems := map[string]string{} // the tools of a catalogue share most words
 	var srvText []string
 	for i, d := range docs {
 		clear(tf)
 		add := func(text string, w float64) {
 			words(text, func(word string) {
-				t := stemmer(word)
+				t, ok := stems[word]
+				if !ok {
+					t = stemmer(word)
+					stems[word] = t
+				}
 				tf[t] += w
 				dl[i] += w
 				if ix.cfg.abbrev > 0 {
@@ -427,20 +432,28 @@ func (ix *Index) Search(query string, k int) []Hit {
 // top returns the k best docs with a score above zero that allow
 // accepts (nil: all).
 func (ix *Index) top(scores []float32, k int, allow func(*Doc) bool) []Hit {
-	var hits []Hit
+	type scored struct {
+		doc   int32
+		score float32
+	}
+	var found []scored
 	for i, s := range scores {
 		if s > 0 && (allow == nil || allow(&ix.docs[i])) {
-			hits = append(hits, Hit{Doc: ix.docs[i], Score: float64(s)})
+			found = append(found, scored{int32(i), s})
 		}
 	}
-	slices.SortFunc(hits, func(x, y Hit) int {
-		if c := cmp.Compare(y.Score, x.Score); c != 0 {
+	slices.SortFunc(found, func(x, y scored) int {
+		if c := cmp.Compare(y.score, x.score); c != 0 {
 			return c
 		}
-		return strings.Compare(x.Name, y.Name)
+		return strings.Compare(ix.docs[x.doc].Name, ix.docs[y.doc].Name)
 	})
-	if k > 0 && len(hits) > k {
-		hits = hits[:k]
+	if k > 0 && len(found) > k {
+		found = found[:k]
+	}
+	hits := make([]Hit, len(found))
+	for i, f := range found {
+		hits[i] = Hit{Doc: ix.docs[f.doc], Score: float64(f.score)}
 	}
 	return hits
 }
