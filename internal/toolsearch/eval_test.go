@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -139,12 +140,19 @@ func (s score) String() string {
 	return fmt.Sprintf("recall@1 %d/%d = %.2f, recall@5 %d/%d = %.2f", s.at1, s.n, s.r1(), s.at5, s.n, s.r5())
 }
 
-// evaluate runs qs on ix. An answer with a dot is a node.tool; one
-// without is a tool of any node.
-func evaluate(ix *Index, qs []query) score {
+// evaluate runs qs on ix as search_tools does (Find, five tools). An
+// answer with a dot is a node.tool; one without is a tool of any node.
+func evaluate(ix *Index, qs []query) score { return evaluateWith(ix, qs, nil) }
+
+// evaluateWith is evaluate in a session whose usage u records, after
+// each query, a call of its first right tool (nil: no usage).
+func evaluateWith(ix *Index, qs []query, u *Usage) score {
 	s := score{n: len(qs)}
 	for _, q := range qs {
-		hits := ix.Search(q.Query, 5)
+		hits := ix.Find(context.Background(), q.Query, &Options{Limit: 5, Usage: u}).Hits
+		if u != nil {
+			u.Called(q.Answers[0])
+		}
 		right := func(h Hit) bool {
 			return slices.ContainsFunc(q.Answers, func(a string) bool {
 				if strings.Contains(a, ".") {
@@ -253,4 +261,16 @@ func TestMeans(t *testing.T) {
 		t.Logf("%-58s agent %.2f/%.2f  tasks %.2f/%.2f  old(273) %.2f/%.2f  old(issue 19) %.2f/%.2f", m.name, a.r1(), a.r5(), ta.r1(), ta.r5(), o.r1(), o.r5(), os.r1(), os.r5())
 	}
 	stemmer = stem
+	// Usage: a session that, after each query, called its right tool;
+	// then the same session asked the whole set again.
+	ix := New(docs)
+	for _, set := range []struct {
+		name string
+		qs   []query
+	}{{"agent", agent}, {"tasks", tasks}} {
+		u := NewUsage()
+		first := evaluateWith(ix, set.qs, u)
+		again := evaluateWith(ix, set.qs, u)
+		t.Logf("usage, %s: one pass %.2f/%.2f, the same queries again %.2f/%.2f", set.name, first.r1(), first.r5(), again.r1(), again.r5())
+	}
 }

@@ -113,6 +113,7 @@ type Index struct {
 	srvVocab map[string][]posting
 	srvNorm  []float32
 	surfaces map[string][]string // while building: term → surface
+	emb      *embedded           // nil: no embeddings endpoint
 }
 
 // New indexes docs.
