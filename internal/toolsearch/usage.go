@@ -42,7 +42,7 @@ const HalfLife = 30 * time.Minute
 const (
 	recentSearches = 3
 	recentFor      = 10 * time.Minute
-	wLearnt        = 0.5 // a learnt word counts half a description's word
+	wLearnt        = 0.5  // a learnt word counts half a description's word
 	similar        = 0.67 // the share of a query's words that makes it similar
 )
 
