@@ -20,13 +20,7 @@ Examples:
 		Sub: []*Command{
 			nodeCmd(),
 			graphCmd(), // graph.go
-			{
-				Name:     "tools",
-				Summary:  "list every tool of the session as node.tool, or one node's tools",
-				Usage:    "tools [NODE]",
-				Complete: "node",
-				Run:      runTools,
-			},
+			toolsCmd(), // tools_search.go
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
