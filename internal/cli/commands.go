@@ -19,8 +19,8 @@ Examples:
 		Run: runREPL,
 		Sub: []*Command{
 			nodeCmd(),
-			graphCmd(), // graph.go
-			toolsCmd(), // tools_search.go
+			graphCmd(),                                           // graph.go
+			toolsCmd(),                                           // tools_search.go
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
