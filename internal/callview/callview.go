@@ -10,12 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nerve-dev/nerve/internal/nodes/graph"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // GraphStepLine is one line for a graph's step event: "✓ read 12ms".
 func GraphStepLine(data []byte) string {
-	var ev graph.StepEvent
+	var ev api.StepEvent
 	if err := json.Unmarshal(data, &ev); err != nil {
 		return string(data)
 	}
@@ -24,13 +24,13 @@ func GraphStepLine(data []byte) string {
 		took = " " + Duration(time.Duration(ev.Millis*float64(time.Millisecond)))
 	}
 	switch ev.State {
-	case graph.StateStarted:
+	case api.StepStarted:
 		return "▸ " + ev.Step + " started"
-	case graph.StateFinished:
+	case api.StepFinished:
 		return "✓ " + ev.Step + took
-	case graph.StateRetried:
+	case api.StepRetried:
 		return fmt.Sprintf("↻ %s attempt %d after: %s", ev.Step, ev.Attempt, FirstLine(ev.Error))
-	case graph.StateSkipped:
+	case api.StepSkipped:
 		line := "⤼ " + ev.Step + " skipped"
 		switch ev.Reason {
 		case "when":
@@ -41,7 +41,7 @@ func GraphStepLine(data []byte) string {
 			line += " (failed; default used: " + FirstLine(ev.Error) + ")"
 		}
 		return line
-	case graph.StateFailed:
+	case api.StepFailed:
 		return "✗ " + ev.Step + took + ": " + FirstLine(ev.Error)
 	}
 	return ev.Step + " " + ev.State

@@ -5,22 +5,22 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nerve-dev/nerve/internal/nodes/graph"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // TestGraphStepLine: each state of a graph step reads as the line a person
 // sees above the status line (REPL) or on stderr (nerve call).
 func TestGraphStepLine(t *testing.T) {
 	for _, c := range []struct {
-		ev   graph.StepEvent
+		ev   api.StepEvent
 		want string
 	}{
-		{graph.StepEvent{Step: "read", State: graph.StateStarted}, "▸ read started"},
-		{graph.StepEvent{Step: "read", State: graph.StateFinished, Millis: 12}, "✓ read 12ms"},
-		{graph.StepEvent{Step: "read", State: graph.StateRetried, Attempt: 2, Error: "boom\nmore"}, "↻ read attempt 2 after: boom"},
-		{graph.StepEvent{Step: "read", State: graph.StateSkipped, Reason: "when"}, "⤼ read skipped (when was false)"},
-		{graph.StepEvent{Step: "read", State: graph.StateSkipped, Reason: "on_error", Error: "gone"}, "⤼ read skipped (failed; default used: gone)"},
-		{graph.StepEvent{Step: "read", State: graph.StateFailed, Millis: 1500, Error: "exit 1"}, "✗ read 1.5s: exit 1"},
+		{api.StepEvent{Step: "read", State: api.StepStarted}, "▸ read started"},
+		{api.StepEvent{Step: "read", State: api.StepFinished, Millis: 12}, "✓ read 12ms"},
+		{api.StepEvent{Step: "read", State: api.StepRetried, Attempt: 2, Error: "boom\nmore"}, "↻ read attempt 2 after: boom"},
+		{api.StepEvent{Step: "read", State: api.StepSkipped, Reason: "when"}, "⤼ read skipped (when was false)"},
+		{api.StepEvent{Step: "read", State: api.StepSkipped, Reason: "on_error", Error: "gone"}, "⤼ read skipped (failed; default used: gone)"},
+		{api.StepEvent{Step: "read", State: api.StepFailed, Millis: 1500, Error: "exit 1"}, "✗ read 1.5s: exit 1"},
 	} {
 		data, err := json.Marshal(c.ev)
 		if err != nil {

@@ -23,11 +23,13 @@ Examples:
 			toolsCmd(),                                           // tools_search.go
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
+			scriptCmd(), // script.go
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
 			envCmd(), // env.go
 			daemonCmd(),
 			logCmd(),
+			uiCmd(), // ui.go
 			{
 				Name:    "version",
 				Summary: "print nerve's version",

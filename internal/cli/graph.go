@@ -16,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nerve-dev/nerve/internal/callline"
 	"github.com/nerve-dev/nerve/internal/commander"
-	"github.com/nerve-dev/nerve/internal/nodes/graph"
+	"github.com/nerve-dev/nerve/internal/graphdraw"
+	"github.com/nerve-dev/nerve/internal/graphlang"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
@@ -73,7 +73,7 @@ func (e *graphFileError) Error() string { return e.msg }
 func (e *graphFileError) Unwrap() error { return client.ErrBadRequest }
 
 // readGraph reads a graph's definition from a file (- for stdin). The
-// daemon checks it (graph.Check): this only reads.
+// daemon checks it (graphlang.Check): this only reads.
 func readGraph(env *Env, file string) (string, error) {
 	if file == "" {
 		return "", &UsageError{Msg: "say where the definition is: --from FILE (YAML or JSON), or --from - for standard input"}
@@ -88,7 +88,7 @@ func readGraph(env *Env, file string) (string, error) {
 		r = f
 	}
 	// One byte over the limit is enough for the daemon to refuse it.
-	src, err := io.ReadAll(io.LimitReader(r, graph.MaxSourceSize+1))
+	src, err := io.ReadAll(io.LimitReader(r, graphlang.MaxSourceSize+1))
 	if err != nil {
 		return "", fmt.Errorf("reading the graph: %w", err)
 	}
@@ -114,7 +114,7 @@ func graphPlaces(name, file string, lines []string) []string {
 	return out
 }
 
-// graphMistakes is the daemon's refusal of a definition (graph.Mistakes:
+// graphMistakes is the daemon's refusal of a definition (graphlang.Mistakes:
 // "graph NAME has mistakes:" and a line per mistake) with file's places.
 func graphMistakes(name, file string, err error) error {
 	var ce *client.Error
@@ -160,10 +160,10 @@ func graphSourceTag(ctx context.Context, s *client.Session, id string) (src, tag
 	if err != nil {
 		return "", "", err
 	}
-	if d.Spec.Kind != graph.Kind {
+	if d.Spec.Kind != graphlang.Kind {
 		return "", "", fmt.Errorf("node %q is a %s node, not a graph (list graphs with `nerve graph ls`)", id, d.Spec.Kind)
 	}
-	var o graph.Options
+	var o graphlang.Options
 	if err := json.Unmarshal(d.Spec.Options, &o); err != nil {
 		return "", "", fmt.Errorf("graph %q: %w", id, err)
 	}
@@ -171,8 +171,8 @@ func graphSourceTag(ctx context.Context, s *client.Session, id string) (src, tag
 }
 
 func graphSpec(name, src string) node.Spec {
-	opts, _ := json.Marshal(graph.Options{Source: src})
-	return node.Spec{ID: name, Kind: graph.Kind, Options: opts}
+	opts, _ := json.Marshal(graphlang.Options{Source: src})
+	return node.Spec{ID: name, Kind: graphlang.Kind, Options: opts}
 }
 
 func oneArg(inv *Invocation, what string) (string, error) {
@@ -278,7 +278,7 @@ func runGraphLs(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 	var graphs []node.Info
 	for _, i := range infos {
-		if i.Kind != graph.Kind {
+		if i.Kind != graphlang.Kind {
 			continue
 		}
 		if i.State == node.Created || i.State == node.Starting {
@@ -370,7 +370,7 @@ func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	if d.Spec.Kind != graph.Kind {
+	if d.Spec.Kind != graphlang.Kind {
 		return fmt.Errorf("node %q is a %s node, not a graph", name, d.Spec.Kind)
 	}
 	runs := runsOf(d.Info)
@@ -472,17 +472,17 @@ func runGraphShow(ctx context.Context, env *Env, inv *Invocation) error {
 		if err != nil {
 			return err
 		}
-		d, err := graph.Parse([]byte(src))
+		d, err := graphlang.Parse([]byte(src))
 		if err != nil {
 			return fmt.Errorf("graph %s: %w", name, err)
 		}
 		switch format {
 		case "dot":
-			_, err = io.WriteString(env.Stdout, graphDot(name, d))
+			_, err = io.WriteString(env.Stdout, graphdraw.Dot(name, d))
 		case "mermaid":
-			_, err = io.WriteString(env.Stdout, graphMermaid(d))
+			_, err = io.WriteString(env.Stdout, graphdraw.Mermaid(d))
 		default:
-			drawGraph(env.Stdout, name, d, nil)
+			graphdraw.Text(env.Stdout, name, d, nil)
 		}
 		return err
 	}
@@ -504,23 +504,23 @@ func runGraphShow(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	var def *graph.Def
+	var def *graphlang.Def
 	if src, err := graphSource(ctx, s, name); err == nil {
-		def, _ = graph.Parse([]byte(src))
+		def, _ = graphlang.Parse([]byte(src))
 	}
 	if format == "dot" || format == "mermaid" {
 		if def == nil {
 			return fmt.Errorf("graph %s is gone or changed so it cannot be read; `nerve graph export %s` shows it", name, name)
 		}
 		if format == "dot" {
-			_, err = io.WriteString(env.Stdout, graphDot(name, def))
+			_, err = io.WriteString(env.Stdout, graphdraw.Dot(name, def))
 		} else {
-			_, err = io.WriteString(env.Stdout, graphMermaid(def))
+			_, err = io.WriteString(env.Stdout, graphdraw.Mermaid(def))
 		}
 		return err
 	}
 	if def != nil {
-		defer drawGraph(env.Stdout, name, def, runStates(r))
+		defer graphdraw.Text(env.Stdout, name, def, runStates(r))
 	}
 	fmt.Fprintf(env.Stdout, "run %s: %s in %s (started %s)\n", r.ID, r.State,
 		roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), r.Started.Local().Format("2006-01-02 15:04:05"))
@@ -572,7 +572,7 @@ func runGraphResume(ctx context.Context, env *Env, inv *Invocation) error {
 	if r.Inputs == nil {
 		b = []byte("{}")
 	}
-	return callAndPrint(ctx, env, s, name, graph.ToolName, b, map[string]any{graph.MetaResume: r.ID})
+	return callAndPrint(ctx, env, s, name, graphlang.ToolName, b, map[string]any{api.MetaResume: r.ID})
 }
 
 // callAndPrint calls a tool as `nerve call` does, step lines on stderr.
@@ -606,7 +606,7 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	// words (the REPL's `:graph step` gives the words of its line), so
 	// `message="a b"` and 'message=Review: ${steps.read.text}' hold one
 	// value each (issue 17, item 6).
-	line := callline.Join(inv.Args[2:])
+	line := callLine(inv.Args[2:])
 	nodeID := lineNode(line)
 	tools, err := mcpclient.Tools(ctx, s, nodeID)
 	if err != nil {
@@ -629,7 +629,7 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 		if err != nil && !errors.Is(err, client.ErrNodeNotFound) {
 			return err
 		}
-		src, err := graph.AddStep(old, id, ln.Node+"."+ln.Tool, ln.Args)
+		src, err := graphlang.AddStep(old, id, ln.Node+"."+ln.Tool, ln.Args)
 		if err != nil {
 			return usagef(inv, "%v", err)
 		}
@@ -650,4 +650,19 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 	fmt.Fprintf(env.Stderr, "graph %s: step %s calls %s.%s (%s)\n", name, id, ln.Node, ln.Tool, info.Summary)
 	return nil
+}
+
+// runStates is each step's "state time" in a run.
+func runStates(r *runSummary) map[string]string {
+	out := map[string]string{}
+	for _, st := range r.Steps {
+		id, _ := st["id"].(string)
+		state, _ := st["state"].(string)
+		ms, _ := st["ms"].(float64)
+		if ms > 0 {
+			state += " " + roundDuration(time.Duration(ms*float64(time.Millisecond)))
+		}
+		out[id] = state
+	}
+	return out
 }

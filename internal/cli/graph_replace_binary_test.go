@@ -132,11 +132,11 @@ func TestBinaryGraphChecksHoldForEveryClient(t *testing.T) {
 
 	// A good replace over the API answers with the new node and its warnings.
 	var resp api.NodeResponse
-	down := "inputs: {cmd: string}\nsteps:\n  a: {call: echo.identity, args: {text: new}}\n  b: {call: bash.bash, args: {command: \"${raw inputs.cmd}\"}}\n"
+	down := "inputs: {cmd: string}\nsteps:\n  a: {call: echo.identity, args: {text: new}}\n  b: {call: bash.bash, args: {command: \"eval ${inputs.cmd}\"}, unsafe_shell: true}\n"
 	if status, e := c.do("PUT", "/sessions/default/nodes/g", graphNodeSpec("g", down), &resp); status != http.StatusOK {
 		t.Fatalf("PUT a good graph: %d %v", status, e)
 	}
-	if resp.Info.Summary != "2 steps" || len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], "4:40: step b: ${raw inputs.cmd} reaches bash.bash's shell command unquoted") {
+	if resp.Info.Summary != "2 steps" || len(resp.Warnings) != 1 || !strings.HasPrefix(resp.Warnings[0], "4:3: step b: unsafe_shell: nerve does not refuse its values where they can run as code in bash.bash") {
 		t.Errorf("PUT a good graph answered %+v", resp)
 	}
 	if got := n.Must("graph", "export", "g"); got != down {

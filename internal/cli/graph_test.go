@@ -53,7 +53,7 @@ output: "${steps.join.text}"
   "inputs": {"dir": {"type": "string"}},
   "steps": {
     "inner": {"call": "pipeline.run", "args": {"dir": "${inputs.dir}", "names": ["c.txt"]}},
-    "shout": {"call": "sh.bash", "args": {"command": "echo '${steps.inner.text}' | tr a-z A-Z"}}
+    "shout": {"call": "sh.bash", "args": {"command": "echo \"${steps.inner.text}\" | tr a-z A-Z"}}
   },
   "output": "${steps.shout.text}"
 }`)
@@ -197,17 +197,17 @@ func TestGraphNodeInError(t *testing.T) {
 	})
 }
 
-// TestGraphAddShellWarnings: `graph add` warns where a raw reference
-// reaches a shell command, and refuses a reference where no quoting is
-// safe (issue 17, item 1).
+// TestGraphAddShellWarnings: `graph add` warns at a step that lets its
+// values reach a shell as code (unsafe_shell), and refuses, at the file's
+// LINE:COLUMN, a reference handed to a second interpreter (issue 26).
 func TestGraphAddShellWarnings(t *testing.T) {
 	env, out, errb := embeddedEnv(t)
 	dir := t.TempDir()
-	raw := writeFile(t, filepath.Join(dir, "raw.yaml"), "inputs: {cmd: string}\nsteps:\n  s: {call: sh.bash, args: {command: \"${raw inputs.cmd}\"}}\n")
-	here := writeFile(t, filepath.Join(dir, "here.yaml"), "inputs: {x: string}\nsteps:\n  s: {call: sh.bash, args: {command: \"cat <<EOF\\n${inputs.x}\\nEOF\"}}\n")
+	unsafe := writeFile(t, filepath.Join(dir, "unsafe.yaml"), "inputs: {cmd: string}\nsteps:\n  s: {call: sh.bash, args: {command: \"eval ${inputs.cmd}\"}, unsafe_shell: true}\n")
+	second := writeFile(t, filepath.Join(dir, "second.yaml"), "inputs: {x: string}\nsteps:\n  s: {call: sh.bash, args: {command: \"bash -c 'echo '${inputs.x}\"}}\n")
 	runSteps(t, env, out, errb, []step{
 		{argv: []string{"node", "add", "bash", "sh"}},
-		{argv: []string{"graph", "add", "raw", "--from", raw}, stderr: "warning: " + raw + ":3:38: step s: ${raw inputs.cmd} reaches sh.bash's shell command unquoted: whoever calls the graph can run commands through it"},
-		{argv: []string{"graph", "add", "here", "--from", here}, code: ExitUsage, stderr: "step s: ${inputs.x} stands inside a here-document, where it cannot be quoted safely"},
+		{argv: []string{"graph", "add", "unsafe", "--from", unsafe}, stderr: "warning: " + unsafe + ":3:3: step s: unsafe_shell: nerve does not refuse its values where they can run as code in sh.bash"},
+		{argv: []string{"graph", "add", "second", "--from", second}, code: ExitUsage, stderr: second + ":3:54: step s: ${inputs.x} in the command of sh.bash: it is an argument of bash, a shell"},
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nerve-dev/nerve/internal/nodes/graph"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // graphSteps is the live view of a graph's steps in the REPL's status
@@ -19,7 +19,7 @@ type graphSteps struct {
 
 // update takes one step event's data.
 func (g *graphSteps) update(data []byte) {
-	var ev graph.StepEvent
+	var ev api.StepEvent
 	if json.Unmarshal(data, &ev) != nil {
 		return
 	}
@@ -27,12 +27,12 @@ func (g *graphSteps) update(data []byte) {
 		g.running = map[string]time.Time{}
 	}
 	switch ev.State {
-	case graph.StateStarted:
+	case api.StepStarted:
 		if _, ok := g.running[ev.Step]; !ok {
 			g.order = append(g.order, ev.Step)
 		}
 		g.running[ev.Step] = time.Now()
-	case graph.StateRetried:
+	case api.StepRetried:
 		// still running
 	default:
 		delete(g.running, ev.Step)

@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/kljensen/snowball/english"
@@ -21,6 +22,7 @@ func Tokens(text string) []string {
 // words calls f with each word of text, lower-case, stop words and
 // single letters left out.
 func words(text string, f func(w string)) {
+	stop := stopWords()
 	emit := func(w string) {
 		w = strings.ToLower(w)
 		if len(w) < 2 && !isDigits(w) || stop[w] {
@@ -70,18 +72,20 @@ func stem(w string) string {
 	return english.Stem(w, true)
 }
 
-// stop are words that say nothing about what a tool does: function words,
-// and the words of a question or a request ("how can I", "please").
-var stop = map[string]bool{}
-
-func init() {
+// stopWords are words that say nothing about what a tool does: function
+// words, and the words of a question or a request ("how can I",
+// "please"); made on first use rather than at every start of nerve
+// (STYLE.md, practice 16).
+var stopWords = sync.OnceValue(func() map[string]bool {
+	stop := map[string]bool{}
 	for w := range strings.FieldsSeq(`a an the and or of to in on for with from by as at is are be
 		been this that these those it its into can will you your i me my we our do does how what
 		which who should would could please there some any has have if then than so also
 		want need let lets us via am was were where when whose whom`) {
 		stop[w] = true
 	}
-}
+	return stop
+})
 
 // isWord reports whether w is lower-case ASCII letters only.
 func isWord(w string) bool {

@@ -7,16 +7,31 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MetaShell is the key of a tool's _meta naming the argument whose string
-// the tool runs as shell code (the bash kind's "command"). Graphs quote
-// every reference they place into that argument for the shell, so a value
-// a caller gives is never run as code (docs/graphs.md, "Quoting").
-const MetaShell = "nerve.dev/shell"
+// Keys of a tool's _meta that say how it runs shell code, so that a graph
+// passes its values as data the shell reads itself, never as program text
+// (docs/graphs.md, "Values and the shell"). The bash kind sets all three.
+const (
+	// MetaShell names the argument whose string the tool runs as a bash
+	// command.
+	MetaShell = "nerve.dev/shell"
+	// MetaShellArgs names the argument whose list of strings becomes that
+	// command's positional parameters ($1, $2, …).
+	MetaShellArgs = "nerve.dev/shell_args"
+	// MetaArgv names the argument whose list of strings is a program and
+	// its arguments, run with no shell.
+	MetaArgv = "nerve.dev/argv"
+)
 
-// ShellArg returns the name of the argument meta marks as shell code, or "".
-func ShellArg(meta map[string]any) string {
-	s, _ := meta[MetaShell].(string)
-	return s
+// ShellParams are the arguments a tool's _meta marks (MetaShell,
+// MetaShellArgs, MetaArgv); "" for each it does not mark.
+type ShellParams struct {
+	Command, Args, Argv string
+}
+
+// ShellParamsOf reads a tool's _meta.
+func ShellParamsOf(meta map[string]any) ShellParams {
+	get := func(k string) string { s, _ := meta[k].(string); return s }
+	return ShellParams{Command: get(MetaShell), Args: get(MetaShellArgs), Argv: get(MetaArgv)}
 }
 
 // ErrNoOneToAsk is a request for a person (sampling, elicitation) that no

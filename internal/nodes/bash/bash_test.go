@@ -693,3 +693,70 @@ func BenchmarkEchoRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// callArgs calls the bash tool with arguments a, as a graph does.
+func callArgs(t *testing.T, n *Node, a map[string]any) reply {
+	t.Helper()
+	raw, _ := json.Marshal(a)
+	res, err := n.CallTool(context.Background(), &node.CallRequest{Tool: ToolName, Arguments: raw})
+	if err != nil {
+		t.Fatalf("CallTool(%s): %v", raw, err)
+	}
+	return reply{text: res.Content[0].(*mcp.TextContent).Text, res: res.StructuredContent.(Result), isErr: res.IsError}
+}
+
+// Values given in args reach the command as $1, $2, … and are never read
+// as code, whatever they hold; argv runs a program with no shell syntax at
+// all. Both for this one call: the next sees no $1.
+func TestArgsAndArgvAreData(t *testing.T) {
+	dir := t.TempDir()
+	n, _ := startNode(t, node.Spec{Cwd: dir})
+	payloads := []string{"$(touch F)", "`touch F`", "x\ntouch F", "'; touch F #", "\"; touch F; \"", "", " spaced  out ", "a[$(touch F)]", "--output=F", strings.Repeat("é", 30000)}
+	for _, p := range payloads {
+		r := callArgs(t, n, map[string]any{"command": `printf '%s|' "$1" "$2"; echo "[$#]"`, "args": []string{p, "two"}})
+		if want := p + "|two|[2]\n"; r.text != want || r.isErr {
+			t.Errorf("args %q: got %q, want %q", firstN(p), firstN(r.text), firstN(want))
+		}
+		r = callArgs(t, n, map[string]any{"argv": []string{"printf", "%s|", p, "two"}})
+		if want := p + "|two|"; r.text != want || r.isErr {
+			t.Errorf("argv %q: got %q, want %q", firstN(p), firstN(r.text), firstN(want))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "F")); err == nil {
+		t.Fatal("a value ran as code: F was created")
+	}
+	if r := call(t, n, `echo "[$#][$1]"`, 0); r.text != "[0][]\n" {
+		t.Errorf("the next call sees the values: %q", r.text)
+	}
+	// argv names a program, never a builtin or a function.
+	call(t, n, "greet() { echo hi; }", 0)
+	for _, prog := range []string{"eval", "greet"} {
+		if r := callArgs(t, n, map[string]any{"argv": []string{prog, "touch F"}}); !r.isErr || r.res.ExitCode != 127 {
+			t.Errorf("argv [%s …]: got %q, want exit 127 (not found)", prog, r.text)
+		}
+	}
+	for _, bad := range []string{`{"argv": []}`, `{"argv": ["ls"], "command": "ls"}`, `{"command": "ls", "args": ["a\u0000b"]}`} {
+		if _, err := n.CallTool(context.Background(), &node.CallRequest{Tool: ToolName, Arguments: json.RawMessage(bad)}); !errors.Is(err, node.ErrBadArgs) {
+			t.Errorf("%s: got %v, want ErrBadArgs", bad, err)
+		}
+	}
+}
+
+func firstN(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
+
+// A shell left with set -u still takes calls with and without values.
+func TestArgsUnderSetU(t *testing.T) {
+	n, _ := startNode(t, node.Spec{})
+	call(t, n, "set -u", 0)
+	if r := call(t, n, "echo ok", 0); r.text != "ok\n" || r.isErr {
+		t.Errorf("a call with no values under set -u: %q", r.text)
+	}
+	if r := callArgs(t, n, map[string]any{"command": `echo "$1"`, "args": []string{"v"}}); r.text != "v\n" || r.isErr {
+		t.Errorf("a call with a value under set -u: %q", r.text)
+	}
+}

@@ -253,7 +253,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	if req.Observe != nil {
 		emit = func(s string) { req.Emit(node.CallEvent{Kind: node.EventText, Text: s}) }
 	}
-	oc, err := sh.run(ctx, a.Command, timeout, n.opts.OutputCap, n.spoolDir(), emit, intr)
+	oc, err := sh.run(ctx, a.Command, a.Args, timeout, n.opts.OutputCap, n.spoolDir(), emit, intr)
 
 	n.mu.Lock()
 	n.intr = nil

@@ -56,8 +56,9 @@ func newTool(o Options) *mcp.Tool {
 	return &mcp.Tool{
 		Name:  ToolName,
 		Title: "Run a bash command",
-		// Graphs quote what they place into command (docs/graphs.md).
-		Meta: mcp.Meta{node.MetaShell: "command"},
+		// A graph passes its values to command as args, and may give argv
+		// (docs/graphs.md, "Values and the shell").
+		Meta: mcp.Meta{node.MetaShell: "command", node.MetaShellArgs: "args", node.MetaArgv: "argv"},
 		Description: "Run a command in a persistent bash shell and return its output (stdout and stderr " +
 			"interleaved, in order) and its exit status. The shell keeps its state between calls: the " +
 			"working directory (cd), shell and exported variables, functions and aliases persist. " +
@@ -68,13 +69,27 @@ func newTool(o Options) *mcp.Tool {
 			" is cut. A command running longer than its timeout (default " + time.Duration(o.Timeout).String() +
 			") is stopped and the shell keeps its state; background jobs (cmd &) keep running between calls. " +
 			"`exit`, and a failure after `set -e`, end the shell and the node then needs a restart: " +
-			"put such scripts in a subshell, ( set -e; ... ).",
+			"put such scripts in a subshell, ( set -e; ... ). " +
+			"Values the command uses can be given apart from it in args, as its $1, $2, …: the shell " +
+			"expands them as data, never as code. Instead of command, argv runs one program with exactly " +
+			"those arguments and no shell syntax at all (in the shell's working directory and environment).",
 		InputSchema: &jsonschema.Schema{
 			Type: "object",
 			Properties: map[string]*jsonschema.Schema{
 				"command": {
 					Type:        "string",
-					Description: "Bash command line or script to run, e.g. \"ls -la\" or \"cd src && make test\".",
+					Description: "Bash command line or script to run, e.g. \"ls -la\" or \"cd src && make test\". Give command or argv.",
+				},
+				"args": {
+					Type:        "array",
+					Items:       &jsonschema.Schema{Type: "string"},
+					Description: "Values for the command's positional parameters $1, $2, … (for this command only), e.g. command \"wc -l \\\"$1\\\"\", args [\"my file.txt\"].",
+				},
+				"argv": {
+					Type:        "array",
+					Items:       &jsonschema.Schema{Type: "string"},
+					MinItems:    jsonschema.Ptr(1),
+					Description: "A program and its arguments, run as they are with no shell syntax, e.g. [\"git\", \"log\", \"--oneline\"]. Give command or argv.",
 				},
 				"timeout_s": {
 					Type: "number",
@@ -83,7 +98,6 @@ func newTool(o Options) *mcp.Tool {
 					ExclusiveMinimum: jsonschema.Ptr(0.0),
 				},
 			},
-			Required:             []string{"command"},
 			AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
 		},
 		Annotations: &mcp.ToolAnnotations{
@@ -97,8 +111,15 @@ func newTool(o Options) *mcp.Tool {
 // args are the arguments of the bash tool.
 type args struct {
 	Command  string   `json:"command"`
+	Args     []string `json:"args"`
+	Argv     []string `json:"argv"`
 	TimeoutS *float64 `json:"timeout_s"`
 }
+
+// argvCommand runs an argv: its words are the positional parameters, and
+// exec runs the program they name (never a function, builtin or alias) in
+// a subshell, so the shell parses none of them.
+const argvCommand = `( exec -- "$@" )`
 
 func parseArgs(raw json.RawMessage) (args, error) {
 	var a args
@@ -108,13 +129,27 @@ func parseArgs(raw json.RawMessage) (args, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&a); err != nil {
-		return a, fmt.Errorf("%w: bash wants {\"command\": \"...\", \"timeout_s\": N}: %v", node.ErrBadArgs, err)
+		return a, fmt.Errorf("%w: bash wants {\"command\": \"...\", \"args\": [...], \"timeout_s\": N} or {\"argv\": [...]}: %v", node.ErrBadArgs, err)
+	}
+	if a.Argv != nil {
+		if a.Command != "" || a.Args != nil {
+			return a, fmt.Errorf("%w: give argv alone, or command (with args), not both", node.ErrBadArgs)
+		}
+		if len(a.Argv) == 0 || a.Argv[0] == "" {
+			return a, fmt.Errorf("%w: argv needs the program first (e.g. {\"argv\": [\"ls\", \"-la\"]})", node.ErrBadArgs)
+		}
+		a.Command, a.Args = argvCommand, a.Argv
 	}
 	if strings.TrimSpace(a.Command) == "" {
 		return a, fmt.Errorf("%w: command is missing or empty (e.g. {\"command\": \"ls -la\"})", node.ErrBadArgs)
 	}
 	if strings.IndexByte(a.Command, 0) >= 0 {
 		return a, fmt.Errorf("%w: command contains a NUL byte, which bash cannot hold; write such data with printf '\\0'", node.ErrBadArgs)
+	}
+	for _, v := range a.Args {
+		if strings.IndexByte(v, 0) >= 0 {
+			return a, fmt.Errorf("%w: a value of args or argv contains a NUL byte, which no shell variable can hold; pass such data through a file", node.ErrBadArgs)
+		}
 	}
 	if a.TimeoutS != nil && !(*a.TimeoutS > 0) {
 		return a, fmt.Errorf("%w: timeout_s must be a positive number of seconds, got %v", node.ErrBadArgs, *a.TimeoutS)

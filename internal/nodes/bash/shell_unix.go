@@ -274,10 +274,14 @@ func escapeForPrintf(tag string) string {
 // setup defines nerve's helpers in the shell and waits for its first sync.
 //
 // __nerve_pre reads one command (its length in bytes, then the bytes, with
-// LC_ALL=C so read -N counts bytes) from the control pipe and prints the
-// start marker; the call line evals it at top level (so `declare` makes
-// globals) with stdin from /dev/null and stderr on stdout; __nerve_post
-// prints the background jobs and the end marker with the status.
+// LC_ALL=C so read -N counts bytes) and its values (each length, then the
+// bytes) from the control pipe and prints the start marker; the call line
+// makes the values the positional parameters, $1 $2 …, and evals the
+// command at top level (so `declare` makes globals) with stdin from
+// /dev/null and stderr on stdout: the values reach the command as data the
+// shell expands, never as program text. __nerve_post prints the
+// background jobs and the end marker with the status; the values are
+// cleared after the call.
 func (s *shell) setup(ctx context.Context, tag string) error {
 	t := escapeForPrintf(tag)
 	script := fmt.Sprintf(`exec %[1]d<&3 %[2]d>&4 3<&- 4>&-
@@ -286,8 +290,8 @@ unset HISTFILE PROMPT_COMMAND MAILCHECK
 export -n PS1 PS2
 PS0= PS4='+ '
 __nerve_t='%[3]s'
-__nerve_pre() { IFS=' ' read -r -u %[1]d __nerve_seq __nerve_len && IFS= LC_ALL=C read -r -u %[1]d -N "$__nerve_len" __nerve_cmd && printf "${__nerve_t}S %%s\n" "$__nerve_seq" >&%[2]d; }
-__nerve_post() { unset __nerve_cmd; printf "${__nerve_t}J" >&%[2]d; jobs -p >&%[2]d; printf "${__nerve_t}E %%s %%s\n" "$__nerve_seq" "$1" >&%[2]d; }
+__nerve_pre() { IFS=' ' read -r -u %[1]d __nerve_seq __nerve_len __nerve_n && IFS= LC_ALL=C read -r -u %[1]d -N "$__nerve_len" __nerve_cmd && __nerve_a=() && while (( __nerve_n-- > 0 )); do IFS= read -r -u %[1]d __nerve_len && IFS= LC_ALL=C read -r -u %[1]d -N "$__nerve_len" __nerve_v && __nerve_a+=("$__nerve_v") || return; done && printf "${__nerve_t}S %%s\n" "$__nerve_seq" >&%[2]d; }
+__nerve_post() { unset __nerve_cmd __nerve_a __nerve_v; printf "${__nerve_t}J" >&%[2]d; jobs -p >&%[2]d; printf "${__nerve_t}E %%s %%s\n" "$__nerve_seq" "$1" >&%[2]d; }
 __nerve_sync() { printf "${__nerve_t}Y %%s\n" "$1" >&%[2]d; }
 __nerve_sync 0
 `, fdCtl, fdMark, t)
@@ -380,22 +384,30 @@ func (s *shell) writeStdin(text string, deadline time.Time) error {
 // callLine is what the shell reads for each call: two lines, because an
 // interactive bash abandons the rest of a line after some errors (`exit 1
 // 2`: too many arguments, `${X?unset}`), and the end marker must come.
-const callLine = "__nerve_pre && eval \"$__nerve_cmd\" </dev/null 2>&1\n__nerve_post $?\n"
+//
+// ${a[@]+"${a[@]}"} is "${a[@]}" that bash before 4.4 accepts under set -u
+// when a is empty.
+const callLine = "__nerve_pre && { set -- ${__nerve_a[@]+\"${__nerve_a[@]}\"}; eval \"$__nerve_cmd\"; } </dev/null 2>&1\n__nerve_post $?; set --\n"
 
-func (s *shell) send(seq uint64, command string, deadline time.Time) error {
+func (s *shell) send(seq uint64, command string, values []string, deadline time.Time) error {
 	if err := s.writeStdin(callLine, deadline); err != nil {
 		return err
 	}
-	hdr := make([]byte, 0, 48)
-	hdr = strconv.AppendUint(hdr, seq, 10)
-	hdr = append(hdr, ' ')
-	hdr = strconv.AppendInt(hdr, int64(len(command)), 10)
-	hdr = append(hdr, '\n')
-	_ = s.ctl.SetWriteDeadline(deadline)
-	if _, err := s.ctl.Write(hdr); err != nil {
-		return err
+	msg := make([]byte, 0, 48+len(command))
+	msg = strconv.AppendUint(msg, seq, 10)
+	msg = append(msg, ' ')
+	msg = strconv.AppendInt(msg, int64(len(command)), 10)
+	msg = append(msg, ' ')
+	msg = strconv.AppendInt(msg, int64(len(values)), 10)
+	msg = append(msg, '\n')
+	msg = append(msg, command...)
+	for _, v := range values {
+		msg = strconv.AppendInt(msg, int64(len(v)), 10)
+		msg = append(msg, '\n')
+		msg = append(msg, v...)
 	}
-	_, err := s.ctl.WriteString(command)
+	_ = s.ctl.SetWriteDeadline(deadline)
+	_, err := s.ctl.Write(msg)
 	return err
 }
 
@@ -421,12 +433,12 @@ const (
 //
 // Output past outCap is counted and, when spool is set, kept whole in a
 // file in that folder (oc.file), so that nothing a command printed is lost.
-func (s *shell) run(ctx context.Context, command string, timeout time.Duration, outCap int64, spool string, emit func(string), intr <-chan struct{}) (outcome, error) {
+func (s *shell) run(ctx context.Context, command string, values []string, timeout time.Duration, outCap int64, spool string, emit func(string), intr <-chan struct{}) (outcome, error) {
 	s.seq++
 	c := &inFlight{s: s, seq: s.seq, emit: emit,
 		out: capBuffer{max: int(min(outCap, int64(int(^uint(0)>>1)))), spool: spool}}
 	defer c.stopEscalating()
-	err := c.wait(ctx, command, timeout, intr)
+	err := c.wait(ctx, command, values, timeout, intr)
 	c.oc.out, c.oc.total = c.out.buf, c.out.total
 	c.oc.file, c.oc.fileErr = c.out.closeSpill()
 	return c.oc, err
@@ -458,9 +470,9 @@ type inFlight struct {
 
 // wait sends the command and reads the shell until the call is over: the
 // end marker, an abort that brought the shell back, or the shell's end.
-func (c *inFlight) wait(ctx context.Context, command string, timeout time.Duration, intr <-chan struct{}) error {
+func (c *inFlight) wait(ctx context.Context, command string, values []string, timeout time.Duration, intr <-chan struct{}) error {
 	s := c.s
-	if err := s.send(c.seq, command, time.Now().Add(max(timeout, time.Second))); err != nil {
+	if err := s.send(c.seq, command, values, time.Now().Add(max(timeout, time.Second))); err != nil {
 		// A half-sent command would leave the shell reading the rest as its
 		// next one: this shell is lost either way.
 		c.oc.died = s.kill(fmt.Sprintf("could not send the command to %s: %v", s.name, err))

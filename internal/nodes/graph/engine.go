@@ -13,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/backoff"
+	"github.com/nerve-dev/nerve/internal/graphlang"
+	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -24,51 +26,16 @@ type Caller interface {
 // Asker puts an ask step's question to the person.
 type Asker func(ctx context.Context, question string) (*mcp.ElicitResult, error)
 
-// StepResult is what later steps see of a step: ${steps.ID.text},
-// ${steps.ID.structured...}, ${steps.ID.is_error}.
-type StepResult struct {
-	Text       string `json:"text"`
-	Structured any    `json:"structured,omitempty"`
-	IsError    bool   `json:"is_error,omitempty"`
-	// Texts is a foreach step's items' texts, one per item in order
-	// (${steps.ID.texts}); nil for other steps.
-	Texts []any `json:"texts,omitempty"`
-}
-
-// Step states, as events and records name them.
-const (
-	StateStarted  = "started"
-	StateFinished = "finished"
-	StateFailed   = "failed"
-	StateRetried  = "retried"
-	StateSkipped  = "skipped"
-	// StateCancelled is a step stopped because the run ended (another
-	// step failed, or the caller cancelled); it appears in records only.
-	StateCancelled = "cancelled"
-)
-
-// StepEvent is something that happened to a step; it reaches the caller
-// as a call event of kind "step" (Step "graph") with the event as Data.
-type StepEvent struct {
-	Step    string  `json:"step"`
-	State   string  `json:"state"`
-	Attempt int     `json:"attempt,omitempty"`
-	Millis  float64 `json:"ms,omitempty"`
-	Error   string  `json:"error,omitempty"`
-	// Reason says why a step was skipped ("when", "on_error", "resumed").
-	Reason string `json:"reason,omitempty"`
-}
-
 // StepRecord is one step of a run, as recorded.
 type StepRecord struct {
-	ID       string          `json:"id"`
-	State    string          `json:"state"`
-	Args     json.RawMessage `json:"args,omitempty"`
-	Result   *StepResult     `json:"result,omitempty"`
-	Error    string          `json:"error,omitempty"`
-	Attempts int             `json:"attempts,omitempty"`
-	Started  time.Time       `json:"started,omitzero"`
-	Millis   float64         `json:"ms"`
+	ID       string                `json:"id"`
+	State    string                `json:"state"`
+	Args     json.RawMessage       `json:"args,omitempty"`
+	Result   *graphlang.StepResult `json:"result,omitempty"`
+	Error    string                `json:"error,omitempty"`
+	Attempts int                   `json:"attempts,omitempty"`
+	Started  time.Time             `json:"started,omitzero"`
+	Millis   float64               `json:"ms"`
 	// Cut says the run record keeps the result or arguments cut (at
 	// 64 KiB): a resume never reuses them.
 	Cut bool `json:"cut,omitempty"`
@@ -77,7 +44,7 @@ type StepRecord struct {
 // done reports whether a resumed run can reuse the step as it is: it
 // finished or was skipped, and its result is whole.
 func (r *StepRecord) done() bool {
-	return r != nil && (r.State == StateFinished || r.State == StateSkipped) && !r.cut()
+	return r != nil && (r.State == api.StepFinished || r.State == api.StepSkipped) && !r.cut()
 }
 
 // cut reports whether the record's result was cut — Cut, or the mark clip
@@ -92,7 +59,7 @@ type RunOptions struct {
 	// Ask answers ask steps; nil declines them.
 	Ask Asker
 	// Emit, if set, is told about every step event. It must not block.
-	Emit func(StepEvent)
+	Emit func(api.StepEvent)
 	// Record, if set, gets a copy of a step's record whenever it changes.
 	Record func(StepRecord)
 	// Commit, if set, makes a step done (finished or skipped) durable. It
@@ -103,9 +70,10 @@ type RunOptions struct {
 	// run's record says it ended.
 	Commit func(rec StepRecord, sync bool) error
 	// Tool, if set, is asked about a step's tool before each call: the
-	// argument it runs as shell code ("" for none), whose references are
-	// quoted for the shell, or why it cannot be called (the step fails).
-	Tool func(ctx context.Context, name string) (shellArg string, err error)
+	// arguments it runs as shell code (its command, whose references
+	// become variables, and argv), or why it cannot be called (the step
+	// fails).
+	Tool func(ctx context.Context, name string) (node.ShellParams, error)
 	// Prior holds the records of an interrupted run: steps finished there
 	// are not run again (nerve graph resume).
 	Prior map[string]*StepRecord
@@ -125,7 +93,7 @@ func (e *RunError) Unwrap() error { return e.Err }
 // stepFailure is a step that ran and failed, with the result if there was one.
 type stepFailure struct {
 	msg string
-	res *StepResult
+	res *graphlang.StepResult
 }
 
 func (f *stepFailure) Error() string { return f.msg }
@@ -133,12 +101,12 @@ func (f *stepFailure) Error() string { return f.msg }
 // Run runs the graph on inputs (already checked against the schema) and
 // returns the value of its output. A step that fails under on_error: fail
 // cancels the other steps and fails the run with a *RunError.
-func (d *Def) Run(ctx context.Context, inputs map[string]any, o RunOptions) (any, error) {
-	inputs = d.withDefaults(inputs)
+func Run(ctx context.Context, d *graphlang.Def, inputs map[string]any, o RunOptions) (any, error) {
+	inputs = withDefaults(d, inputs)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	r := &run{d: d, o: o, inputs: inputs, results: map[string]*StepResult{}, done: map[string]chan struct{}{}, dependedOn: map[string]bool{}}
+	r := &run{d: d, o: o, inputs: inputs, results: map[string]*graphlang.StepResult{}, done: map[string]chan struct{}{}, dependedOn: map[string]bool{}}
 	for _, s := range d.Steps {
 		r.done[s.ID] = make(chan struct{})
 		for _, dep := range s.Deps {
@@ -147,7 +115,7 @@ func (d *Def) Run(ctx context.Context, inputs map[string]any, o RunOptions) (any
 	}
 	maxPar := d.MaxParallel
 	if maxPar < 1 {
-		maxPar = DefaultMaxParallel
+		maxPar = graphlang.DefaultMaxParallel
 	}
 	sem := make(chan struct{}, maxPar)
 	var wg sync.WaitGroup
@@ -192,7 +160,7 @@ func (d *Def) Run(ctx context.Context, inputs map[string]any, o RunOptions) (any
 }
 
 // withDefaults fills the inputs not given with their defaults.
-func (d *Def) withDefaults(in map[string]any) map[string]any {
+func withDefaults(d *graphlang.Def, in map[string]any) map[string]any {
 	out := make(map[string]any, len(d.Inputs))
 	for k, v := range in {
 		out[k] = v
@@ -206,7 +174,7 @@ func (d *Def) withDefaults(in map[string]any) map[string]any {
 }
 
 type run struct {
-	d      *Def
+	d      *graphlang.Def
 	o      RunOptions
 	inputs map[string]any
 	done   map[string]chan struct{}
@@ -215,18 +183,18 @@ type run struct {
 
 	// mu guards results: nil for a step skipped by when.
 	mu      sync.Mutex
-	results map[string]*StepResult
+	results map[string]*graphlang.StepResult
 }
 
-func (r *run) result(id string) *StepResult {
+func (r *run) result(id string) *graphlang.StepResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.results[id]
 }
 
-func (r *run) scope() *scope { return &scope{inputs: r.inputs, results: r.result} }
+func (r *run) scope() *graphlang.Scope { return &graphlang.Scope{Inputs: r.inputs, Results: r.result} }
 
-func (r *run) emit(ev StepEvent) {
+func (r *run) emit(ev api.StepEvent) {
 	if r.o.Emit != nil {
 		r.o.Emit(ev)
 	}
@@ -253,7 +221,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // that has a result.
 func (r *run) output() (any, error) {
 	if r.d.Output != nil {
-		return r.d.Output.eval(r.scope())
+		return r.d.Output.Eval(r.scope())
 	}
 	for i := len(r.d.Steps) - 1; i >= 0; i-- {
 		if res := r.result(r.d.Steps[i].ID); res != nil {
@@ -264,7 +232,7 @@ func (r *run) output() (any, error) {
 }
 
 // step runs one step to its end; an error fails the run.
-func (r *run) step(ctx context.Context, s *Step) error {
+func (r *run) step(ctx context.Context, s *graphlang.Step) error {
 	if prior := r.o.Prior[s.ID]; prior.done() {
 		if err := r.commit(*prior); err != nil {
 			return err
@@ -273,31 +241,31 @@ func (r *run) step(ctx context.Context, s *Step) error {
 		r.results[s.ID] = prior.Result
 		r.mu.Unlock()
 		r.record(*prior)
-		r.emit(StepEvent{Step: s.ID, State: StateSkipped, Reason: "resumed"})
+		r.emit(api.StepEvent{Step: s.ID, State: api.StepSkipped, Reason: "resumed"})
 		return nil
 	}
 	start := time.Now()
-	rec := StepRecord{ID: s.ID, State: StateStarted, Started: start}
+	rec := StepRecord{ID: s.ID, State: api.StepStarted, Started: start}
 	sc := r.scope()
 	if s.When != nil {
-		ok, err := s.When.eval(sc)
+		ok, err := s.When.Eval(sc)
 		if err != nil {
 			return r.finish(ctx, s, &rec, start, nil, err)
 		}
 		if !ok {
-			rec.State = StateSkipped
+			rec.State = api.StepSkipped
 			rec.Error = "when was false"
 			if err := r.commit(rec); err != nil {
 				return err
 			}
 			r.record(rec)
-			r.emit(StepEvent{Step: s.ID, State: StateSkipped, Reason: "when"})
+			r.emit(api.StepEvent{Step: s.ID, State: api.StepSkipped, Reason: "when"})
 			return nil
 		}
 	}
 	r.record(rec)
-	r.emit(StepEvent{Step: s.ID, State: StateStarted})
-	var res *StepResult
+	r.emit(api.StepEvent{Step: s.ID, State: api.StepStarted})
+	var res *graphlang.StepResult
 	var err error
 	if s.Foreach != nil {
 		res, err = r.foreach(ctx, s, sc, &rec)
@@ -308,62 +276,62 @@ func (r *run) step(ctx context.Context, s *Step) error {
 }
 
 // finish applies the step's on_error policy and records its end.
-func (r *run) finish(ctx context.Context, s *Step, rec *StepRecord, start time.Time, res *StepResult, err error) error {
+func (r *run) finish(ctx context.Context, s *graphlang.Step, rec *StepRecord, start time.Time, res *graphlang.StepResult, err error) error {
 	rec.Millis = ms(time.Since(start))
 	if err != nil && ctx.Err() != nil {
 		// The run was cancelled (another step failed, or the caller
 		// left): this step did not fail on its own.
-		rec.State, rec.Error = StateCancelled, "the run was cancelled"
+		rec.State, rec.Error = api.StepCancelled, "the run was cancelled"
 		r.record(*rec)
 		return nil
 	}
 	if err != nil {
 		rec.Error = err.Error()
 		switch s.OnError {
-		case OnErrorSkip:
-			res = &StepResult{Text: asText(s.Default), Structured: s.Default}
-			rec.State, rec.Result = StateSkipped, res
+		case graphlang.OnErrorSkip:
+			res = &graphlang.StepResult{Text: graphlang.Text(s.Default), Structured: s.Default}
+			rec.State, rec.Result = api.StepSkipped, res
 			if err := r.commit(*rec); err != nil {
 				return err
 			}
 			r.setResult(s.ID, res)
 			r.record(*rec)
-			r.emit(StepEvent{Step: s.ID, State: StateSkipped, Reason: "on_error", Error: rec.Error, Millis: rec.Millis})
+			r.emit(api.StepEvent{Step: s.ID, State: api.StepSkipped, Reason: "on_error", Error: rec.Error, Millis: rec.Millis})
 			return nil
-		case OnErrorContinue:
+		case graphlang.OnErrorContinue:
 			if res == nil {
-				res = &StepResult{Text: err.Error(), IsError: true}
+				res = &graphlang.StepResult{Text: err.Error(), IsError: true}
 			}
 			res.IsError = true
-			rec.State, rec.Result = StateFailed, res
+			rec.State, rec.Result = api.StepFailed, res
 			r.setResult(s.ID, res)
 			r.record(*rec)
-			r.emit(StepEvent{Step: s.ID, State: StateFailed, Error: rec.Error, Millis: rec.Millis, Reason: "continue"})
+			r.emit(api.StepEvent{Step: s.ID, State: api.StepFailed, Error: rec.Error, Millis: rec.Millis, Reason: "continue"})
 			return nil
 		}
-		rec.State, rec.Result = StateFailed, res
+		rec.State, rec.Result = api.StepFailed, res
 		r.record(*rec)
-		r.emit(StepEvent{Step: s.ID, State: StateFailed, Error: rec.Error, Millis: rec.Millis})
+		r.emit(api.StepEvent{Step: s.ID, State: api.StepFailed, Error: rec.Error, Millis: rec.Millis})
 		return err
 	}
-	rec.State, rec.Result = StateFinished, res
+	rec.State, rec.Result = api.StepFinished, res
 	if err := r.commit(*rec); err != nil {
 		return err
 	}
 	r.setResult(s.ID, res)
 	r.record(*rec)
-	r.emit(StepEvent{Step: s.ID, State: StateFinished, Millis: rec.Millis})
+	r.emit(api.StepEvent{Step: s.ID, State: api.StepFinished, Millis: rec.Millis})
 	return nil
 }
 
-func (r *run) setResult(id string, res *StepResult) {
+func (r *run) setResult(id string, res *graphlang.StepResult) {
 	r.mu.Lock()
 	r.results[id] = res
 	r.mu.Unlock()
 }
 
-func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) (*StepResult, error) {
-	v, err := s.Foreach.eval(sc)
+func (r *run) foreach(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope, rec *StepRecord) (*graphlang.StepResult, error) {
+	v, err := s.Foreach.Eval(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -377,14 +345,14 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 				}
 			}
 		} else if v != nil {
-			return nil, fmt.Errorf("foreach needs a list, got %s", typeName(v))
+			return nil, fmt.Errorf("foreach needs a list, got %s", graphlang.TypeName(v))
 		}
 	}
 	par := s.MaxParallel
 	if par < 1 {
 		par = r.d.MaxParallel
 	}
-	results := make([]*StepResult, len(items))
+	results := make([]*graphlang.StepResult, len(items))
 	errs := make([]error, len(items))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -392,7 +360,7 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 	var wg sync.WaitGroup
 	for i, item := range items {
 		isc := *sc
-		isc.item, isc.hasItem = item, true
+		isc.Item, isc.HasItem = item, true
 		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
@@ -403,19 +371,19 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 			defer func() { <-sem }()
 			var irec StepRecord
 			results[i], errs[i] = r.attempts(ctx, s, &isc, &irec)
-			if errs[i] != nil && s.OnError != OnErrorContinue {
+			if errs[i] != nil && s.OnError != graphlang.OnErrorContinue {
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
-	out := &StepResult{Texts: make([]any, 0, len(items))}
+	out := &graphlang.StepResult{Texts: make([]any, 0, len(items))}
 	texts := make([]string, 0, len(items))
 	list := make([]any, 0, len(items))
 	rec.Args, _ = json.Marshal(map[string]any{"foreach": items})
 	// keep adds an item's result: its text (one trailing newline trimmed,
 	// as $(…) does) and its structured value, or its text.
-	keep := func(res *StepResult) {
+	keep := func(res *graphlang.StepResult) {
 		t := strings.TrimSuffix(res.Text, "\n")
 		texts = append(texts, t)
 		out.Texts = append(out.Texts, t)
@@ -425,15 +393,15 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 			list = append(list, res.Text)
 		}
 	}
-	if s.OnError == OnErrorContinue && ctx.Err() == nil {
+	if s.OnError == graphlang.OnErrorContinue && ctx.Err() == nil {
 		// Every item ran to its end: keep each one's result, failed or
 		// not, in item order; the step fails if any item did.
 		var failed []string
 		for i, res := range results {
 			if errs[i] != nil {
-				failed = append(failed, fmt.Sprintf("item %d (%s): %v", i, firstLine(asText(items[i])), errs[i]))
+				failed = append(failed, fmt.Sprintf("item %d (%s): %v", i, graphlang.FirstLine(graphlang.Text(items[i])), errs[i]))
 				if res == nil {
-					res = &StepResult{Text: errs[i].Error(), IsError: true}
+					res = &graphlang.StepResult{Text: errs[i].Error(), IsError: true}
 				}
 			}
 			keep(res)
@@ -447,7 +415,7 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 	}
 	for i, res := range results {
 		if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
-			return nil, fmt.Errorf("item %d (%s): %w", i, asText(items[i]), errs[i])
+			return nil, fmt.Errorf("item %d (%s): %w", i, graphlang.Text(items[i]), errs[i])
 		}
 		if res == nil {
 			continue
@@ -465,17 +433,17 @@ func (r *run) foreach(ctx context.Context, s *Step, sc *scope, rec *StepRecord) 
 }
 
 // attempts calls the step's tool, retrying as its retry policy says.
-func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord) (*StepResult, error) {
+func (r *run) attempts(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope, rec *StepRecord) (*graphlang.StepResult, error) {
 	var args json.RawMessage
 	if s.Ask == nil {
-		shellArg := ""
+		var sp node.ShellParams
 		if r.o.Tool != nil {
 			var err error
-			if shellArg, err = r.o.Tool(ctx, s.Call); err != nil {
+			if sp, err = r.o.Tool(ctx, s.Call); err != nil {
 				return nil, err
 			}
 		}
-		v, err := s.Args.evalArgs(sc, shellArg)
+		v, err := s.Args.EvalArgs(sc, sp, s.UnsafeShell)
 		if err != nil {
 			return nil, err
 		}
@@ -490,7 +458,7 @@ func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord)
 	// The step's backoff doubles after each try, uncapped: the graph's
 	// author chose both it and the number of tries.
 	wait := backoff.Backoff{Base: s.Retry.Backoff}
-	var res *StepResult
+	var res *graphlang.StepResult
 	var err error
 	for try := 1; ; try++ {
 		rec.Attempts = try
@@ -498,7 +466,7 @@ func (r *run) attempts(ctx context.Context, s *Step, sc *scope, rec *StepRecord)
 		if err == nil || try >= s.Retry.Attempts || ctx.Err() != nil || s.Ask != nil {
 			return res, err
 		}
-		r.emit(StepEvent{Step: s.ID, State: StateRetried, Attempt: try + 1, Error: err.Error()})
+		r.emit(api.StepEvent{Step: s.ID, State: api.StepRetried, Attempt: try + 1, Error: err.Error()})
 		if err := wait.Wait(ctx, try-1); err != nil {
 			return res, err
 		}
@@ -528,7 +496,7 @@ func isTimeout(err error) bool {
 }
 
 // once is one attempt of a step.
-func (r *run) once(ctx context.Context, s *Step, sc *scope, args json.RawMessage) (*StepResult, error) {
+func (r *run) once(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope, args json.RawMessage) (*graphlang.StepResult, error) {
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, timeoutError{s.Timeout})
@@ -550,20 +518,20 @@ func (r *run) once(ctx context.Context, s *Step, sc *scope, args json.RawMessage
 	}
 	out := resultOf(res)
 	if out.IsError {
-		return out, &stepFailure{msg: "the tool reported an error: " + firstLine(out.Text), res: out}
+		return out, &stepFailure{msg: "the tool reported an error: " + graphlang.FirstLine(out.Text), res: out}
 	}
 	return out, nil
 }
 
-func (r *run) ask(ctx context.Context, s *Step, sc *scope) (*StepResult, error) {
-	q, err := s.Ask.eval(sc)
+func (r *run) ask(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope) (*graphlang.StepResult, error) {
+	q, err := s.Ask.Eval(sc)
 	if err != nil {
 		return nil, err
 	}
 	if r.o.Ask == nil {
 		return nil, errNoOne
 	}
-	ans, err := r.o.Ask(ctx, asText(q))
+	ans, err := r.o.Ask(ctx, graphlang.Text(q))
 	if errors.Is(err, node.ErrNoOneToAsk) || err == nil && ans != nil && ans.Meta[node.MetaUnanswered] == true {
 		return nil, errNoOne
 	}
@@ -575,13 +543,13 @@ func (r *run) ask(ctx context.Context, s *Step, sc *scope) (*StepResult, error) 
 		if ans != nil && ans.Action == "cancel" {
 			action = "cancelled"
 		}
-		return nil, fmt.Errorf("the person %s: %s", action, asText(q))
+		return nil, fmt.Errorf("the person %s: %s", action, graphlang.Text(q))
 	}
-	res := &StepResult{Text: "accepted"}
+	res := &graphlang.StepResult{Text: "accepted"}
 	if len(ans.Content) > 0 {
-		res.Structured = normalize(map[string]any(ans.Content))
+		res.Structured = graphlang.Normalize(map[string]any(ans.Content))
 		if a, ok := ans.Content["answer"]; ok {
-			res.Text = asText(a)
+			res.Text = graphlang.Text(a)
 		}
 	}
 	return res, nil
@@ -590,8 +558,8 @@ func (r *run) ask(ctx context.Context, s *Step, sc *scope) (*StepResult, error) 
 // resultOf is what later steps see of a tool's result: its text blocks
 // joined by newlines, and its structured content — or, when it has none,
 // its text read as JSON if it is a JSON object or list.
-func resultOf(res *mcp.CallToolResult) *StepResult {
-	out := &StepResult{IsError: res.IsError}
+func resultOf(res *mcp.CallToolResult) *graphlang.StepResult {
+	out := &graphlang.StepResult{IsError: res.IsError}
 	var texts []string
 	for _, c := range res.Content {
 		if t, ok := c.(*mcp.TextContent); ok {
@@ -613,17 +581,6 @@ func resultOf(res *mcp.CallToolResult) *StepResult {
 		}
 	}
 	return out
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	if len(s) > 300 {
-		s = s[:300] + " …"
-	}
-	return s
 }
 
 // marshalPlain is json.Marshal without HTML escaping: records and `nerve

@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/graphlang"
+	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -77,9 +79,9 @@ func newFake() *fakeCaller {
 	}}
 }
 
-func mustParse(t testing.TB, src string) *Def {
+func mustParse(t testing.TB, src string) *graphlang.Def {
 	t.Helper()
-	d, err := Parse([]byte(src))
+	d, err := graphlang.Parse([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ type events struct {
 	evs []string
 }
 
-func (e *events) add(ev StepEvent) {
+func (e *events) add(ev api.StepEvent) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	s := ev.Step + " " + ev.State
@@ -127,7 +129,7 @@ output: {both: "${steps.both.text}", each: "${steps.each.structured}", obj: "${s
 `)
 	f := newFake()
 	var ev events
-	out, err := d.Run(context.Background(), map[string]any{"name": "bo"}, RunOptions{Caller: f, Emit: ev.add})
+	out, err := Run(context.Background(), d, map[string]any{"name": "bo"}, RunOptions{Caller: f, Emit: ev.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +155,7 @@ func TestRunParallelIsBounded(t *testing.T) {
 		fmt.Fprintf(&b, "  s%d: {call: e.wait, args: {ms: 30}}\n", i)
 	}
 	f := newFake()
-	if _, err := mustParse(t, b.String()).Run(context.Background(), nil, RunOptions{Caller: f}); err != nil {
+	if _, err := Run(context.Background(), mustParse(t, b.String()), nil, RunOptions{Caller: f}); err != nil {
 		t.Fatal(err)
 	}
 	if m := f.maxSeen.Load(); m != 3 {
@@ -178,7 +180,7 @@ steps:
   use:   {call: e.identity, args: {text: "${steps.flaky.text}|${steps.slow.structured.fallback}|${steps.bad.is_error}|${steps.bad.text}"}}
 `)
 	var ev events
-	out, err := d.Run(context.Background(), nil, RunOptions{Caller: f, Emit: ev.add})
+	out, err := Run(context.Background(), d, nil, RunOptions{Caller: f, Emit: ev.add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +218,7 @@ steps:
   later: {call: e.identity, args: {text: "${steps.bad.text}"}}
 `)
 	var recs sync.Map
-	_, err := d.Run(context.Background(), nil, RunOptions{Caller: f, Record: func(r StepRecord) { recs.Store(r.ID, r) }})
+	_, err := Run(context.Background(), d, nil, RunOptions{Caller: f, Record: func(r StepRecord) { recs.Store(r.ID, r) }})
 	var re *RunError
 	if !errors.As(err, &re) || re.Step != "bad" || !strings.Contains(err.Error(), "step bad: the tool reported an error: it broke") {
 		t.Fatalf("err = %v", err)
@@ -224,7 +226,7 @@ steps:
 	if n := f.inFlight.Load(); n != 0 {
 		t.Errorf("%d calls still in flight after the run failed", n)
 	}
-	if r, _ := recs.Load("long"); r.(StepRecord).State != StateCancelled {
+	if r, _ := recs.Load("long"); r.(StepRecord).State != api.StepCancelled {
 		t.Errorf("long = %+v", r)
 	}
 	if r, ran := recs.Load("later"); ran {
@@ -239,8 +241,8 @@ func TestRunCancelLeavesNothingInFlight(t *testing.T) {
 	started := make(chan struct{}, 2)
 	done := make(chan error, 1)
 	go func() {
-		_, err := d.Run(ctx, nil, RunOptions{Caller: f, Emit: func(ev StepEvent) {
-			if ev.State == StateStarted {
+		_, err := Run(ctx, d, nil, RunOptions{Caller: f, Emit: func(ev api.StepEvent) {
+			if ev.State == api.StepStarted {
 				started <- struct{}{}
 			}
 		}})
@@ -260,7 +262,7 @@ func TestRunCancelLeavesNothingInFlight(t *testing.T) {
 func TestRunAsk(t *testing.T) {
 	d := mustParse(t, "inputs: {f: string}\nsteps:\n  ok: {ask: \"ship ${inputs.f}?\"}\n  go: {call: e.identity, args: {text: \"${steps.ok.text}\"}}\n")
 	var asked string
-	out, err := d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(_ context.Context, q string) (*mcp.ElicitResult, error) {
+	out, err := Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(_ context.Context, q string) (*mcp.ElicitResult, error) {
 		asked = q
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
 	}})
@@ -269,7 +271,7 @@ func TestRunAsk(t *testing.T) {
 	}
 	// No one to ask is said as such, never "the person declined" (issue 17, item 4).
 	const noOne = "step ok: no one is attached to answer: run it from the Commander or a client that supports elicitation"
-	_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake()})
+	_, err = Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake()})
 	if err == nil || !strings.Contains(err.Error(), noOne) {
 		t.Errorf("with no asker: %v", err)
 	}
@@ -277,12 +279,12 @@ func TestRunAsk(t *testing.T) {
 		"a router with no one attached": func(context.Context, string) (*mcp.ElicitResult, error) { return node.NoOneDeclined(), nil },
 		"an attach group with no one":   func(context.Context, string) (*mcp.ElicitResult, error) { return nil, node.ErrNoOneToAsk },
 	} {
-		_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: ask})
+		_, err = Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: ask})
 		if err == nil || !strings.Contains(err.Error(), noOne) || strings.Contains(err.Error(), "the person declined") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	_, err = d.Run(context.Background(), map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(context.Context, string) (*mcp.ElicitResult, error) {
+	_, err = Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(context.Context, string) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}})
 	if err == nil || !strings.Contains(err.Error(), "the person declined") {
@@ -293,8 +295,8 @@ func TestRunAsk(t *testing.T) {
 func TestRunResumeSkipsFinishedSteps(t *testing.T) {
 	f := newFake()
 	d := mustParse(t, "steps:\n  a: {call: e.identity, args: {text: A}}\n  b: {call: e.identity, args: {text: \"${steps.a.text}B\"}}\n")
-	prior := map[string]*StepRecord{"a": {ID: "a", State: StateFinished, Result: &StepResult{Text: "old"}}}
-	out, err := d.Run(context.Background(), nil, RunOptions{Caller: f, Prior: prior})
+	prior := map[string]*StepRecord{"a": {ID: "a", State: api.StepFinished, Result: &graphlang.StepResult{Text: "old"}}}
+	out, err := Run(context.Background(), d, nil, RunOptions{Caller: f, Prior: prior})
 	if err != nil || out != "oldB" {
 		t.Fatalf("out %q err %v", out, err)
 	}
@@ -315,7 +317,7 @@ func BenchmarkChain1000(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		f.calls = f.calls[:0]
-		if _, err := d.Run(context.Background(), nil, RunOptions{Caller: f}); err != nil {
+		if _, err := Run(context.Background(), d, nil, RunOptions{Caller: f}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -339,7 +341,7 @@ output: {texts: "${steps.each.texts}", failed: "${steps.each.is_error}", line: "
 		}
 		return text(fmt.Sprint(a["text"]) + " ok\n"), nil
 	}
-	out, err := d.Run(context.Background(), nil, RunOptions{Caller: f})
+	out, err := Run(context.Background(), d, nil, RunOptions{Caller: f})
 	if err != nil {
 		t.Fatal(err)
 	}

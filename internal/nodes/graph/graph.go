@@ -1,3 +1,11 @@
+// Package graph is the graph node kind's runtime: the node, whose one tool
+// "run" runs a definition of internal/graphlang with the graph's inputs as
+// its input schema; the engine (Run), which calls each step's tool through
+// node.Env.Tools (any kind, other graphs included), runs independent steps
+// in parallel and applies each step's policies (when, foreach, timeout,
+// retry, on_error); and the run records and their journal, which make a
+// run resumable. Only internal/nodes/all imports it; it reaches other nodes
+// through node.Env.Tools, never directly.
 package graph
 
 import (
@@ -10,23 +18,23 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/graphlang"
+	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // Kind is the node kind name.
-const Kind = "graph"
+const Kind = graphlang.Kind
 
-// Options are a graph node's Spec.Options: the definition as written, so
-// that it persists with the session and exports as the person wrote it.
-type Options struct {
-	Source string `json:"source"`
-}
+// Check is the kind's node.Check: the language's checks of a definition
+// against the session (graphlang.Check).
+var Check = graphlang.Check
 
 // Node is a graph node.
 type Node struct {
 	node.Base
 	env   node.Env
-	def   *Def
+	def   *graphlang.Def
 	tools []*mcp.Tool
 	runs  *runStore
 }
@@ -37,20 +45,20 @@ func New(spec node.Spec, env node.Env) (node.Node, error) {
 	if len(spec.Command) > 0 {
 		return nil, fmt.Errorf("graph node takes no command (got %q); give its definition with `nerve graph add %s --from FILE`", spec.Command, spec.ID)
 	}
-	var o Options
+	var o graphlang.Options
 	if err := spec.DecodeOptions(&o); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(o.Source) == "" {
 		return nil, fmt.Errorf("graph %q has no definition; add it with `nerve graph add %s --from FILE`", spec.ID, spec.ID)
 	}
-	d, err := Parse([]byte(o.Source))
+	d, err := graphlang.Parse([]byte(o.Source))
 	if err != nil {
 		return nil, fmt.Errorf("graph %q:\n%w", spec.ID, err)
 	}
 	for _, s := range d.Steps {
 		if callee, _, _ := strings.Cut(s.Call, "."); callee == spec.ID {
-			return nil, fmt.Errorf("graph %q: %s: step %s calls %s: a graph cannot call itself", spec.ID, s.callPos, s.ID, s.Call)
+			return nil, fmt.Errorf("graph %q: %s: step %s calls %s: a graph cannot call itself", spec.ID, s.CallPos, s.ID, s.Call)
 		}
 	}
 	desc := d.Description
@@ -62,13 +70,10 @@ func New(spec node.Spec, env node.Env) (node.Node, error) {
 		desc = fmt.Sprintf("Runs graph %s: steps %s.", spec.ID, strings.Join(ids, ", "))
 	}
 	n := &Node{env: env, def: d, runs: newRunStore(env.Dir, spec.ID)}
-	n.tools = []*mcp.Tool{{Name: ToolName, Title: "Run graph " + spec.ID, Description: desc, InputSchema: d.InputSchema()}}
+	n.tools = []*mcp.Tool{{Name: graphlang.ToolName, Title: "Run graph " + spec.ID, Description: desc, InputSchema: d.InputSchema()}}
 	n.Init(spec, env)
 	return n, nil
 }
-
-// Def returns the node's parsed definition.
-func (n *Node) Def() *Def { return n.def }
 
 func (n *Node) Start(ctx context.Context) error {
 	if err := n.Machine.ToIf(node.Starting, "", node.Created, node.Stopped); err != nil {
@@ -98,8 +103,8 @@ type stackKey struct{}
 
 // CallTool runs the graph.
 func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallToolResult, error) {
-	if req.Tool != ToolName {
-		return nil, fmt.Errorf("%w %q: graph %q has only %q", node.ErrUnknownTool, req.Tool, n.ID(), ToolName)
+	if req.Tool != graphlang.ToolName {
+		return nil, fmt.Errorf("%w %q: graph %q has only %q", node.ErrUnknownTool, req.Tool, n.ID(), graphlang.ToolName)
 	}
 	// Graphs calling graphs: the chain travels in ctx through the session.
 	stack, _ := ctx.Value(stackKey{}).([]string)
@@ -118,7 +123,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		return nil, fmt.Errorf("graph %q: this session offers no tools to call", n.ID())
 	}
 	var prior map[string]*StepRecord
-	resumeID, _ := req.Meta[MetaResume].(string)
+	resumeID, _ := req.Meta[api.MetaResume].(string)
 	if resumeID != "" {
 		// One caller at a time resumes a run: the claim holds until the
 		// run ends.
@@ -136,11 +141,11 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		return nil, err
 	}
 	rec := n.runs.begin(inputs, n.def, resumeID, prior)
-	emit := func(ev StepEvent) {
+	emit := func(ev api.StepEvent) {
 		data, _ := json.Marshal(ev)
 		req.Emit(node.CallEvent{Kind: node.EventStep, Step: "graph", Data: data})
 	}
-	out, err := n.def.Run(ctx, inputs, RunOptions{
+	out, err := Run(ctx, n.def, inputs, RunOptions{
 		Caller: n.env.Tools,
 		Ask:    n.asker(),
 		Emit:   emit,
@@ -169,29 +174,29 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	return outputResult(out), nil
 }
 
-// toolInfo is what the run needs of a step's tool: the argument it runs as
-// shell code. A tool the session does not list is not called, so that no
-// value reaches a shell unquoted because the tool appeared mid-run.
-func (n *Node) toolInfo(ctx context.Context, name string) (string, error) {
+// toolInfo is what the run needs of a step's tool: the arguments it runs
+// as shell code. A tool the session does not list is not called, so that
+// no value reaches a shell as code because the tool appeared mid-run.
+func (n *Node) toolInfo(ctx context.Context, name string) (node.ShellParams, error) {
 	if d, ok := n.env.Tools.(node.ToolDescriber); ok {
 		t, err := d.DescribeTool(ctx, name)
 		if err != nil {
-			return "", err
+			return node.ShellParams{}, err
 		}
-		return node.ShellArg(t.Meta), nil
+		return node.ShellParamsOf(t.Meta), nil
 	}
 	te, ok := n.env.Tools.Toolset(ctx).Lookup(name)
 	if !ok {
-		return "", fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
+		return node.ShellParams{}, fmt.Errorf("%w %q: no node offers it (list tools with `nerve tools`)", node.ErrUnknownTool, name)
 	}
-	return node.ShellArg(te.Tool.Meta), nil
+	return node.ShellParamsOf(te.Tool.Meta), nil
 }
 
 // outputResult is the graph's output as a tool result: a string as text;
 // anything else as compact JSON text, and an object as structured content
 // too.
 func outputResult(out any) *mcp.CallToolResult {
-	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: asText(out)}}}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: graphlang.Text(out)}}}
 	if m, ok := out.(map[string]any); ok {
 		res.StructuredContent = m
 	}

@@ -16,7 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nerve-dev/nerve/internal/nodes/graph"
+	"github.com/nerve-dev/nerve/internal/graphlang"
+	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -132,7 +133,7 @@ func resume(s *session.Session, id string, inputs map[string]string) (string, ma
 		in[k] = v
 	}
 	args, _ := json.Marshal(in)
-	res, err := s.Call(context.Background(), "g", &node.CallRequest{Tool: "run", Arguments: args, Meta: map[string]any{graph.MetaResume: id}})
+	res, err := s.Call(context.Background(), "g", &node.CallRequest{Tool: "run", Arguments: args, Meta: map[string]any{api.MetaResume: id}})
 	calls := map[string]int{}
 	for {
 		select {
@@ -261,7 +262,7 @@ func TestStepNotRecordedStopsTheRun(t *testing.T) {
 	}
 	sub := s.Subscribe(256)
 	defer sub.Close()
-	res, err := s.Call(context.Background(), "g", &node.CallRequest{Tool: graph.ToolName})
+	res, err := s.Call(context.Background(), "g", &node.CallRequest{Tool: graphlang.ToolName})
 	if err != nil {
 		t.Fatal(err)
 	}

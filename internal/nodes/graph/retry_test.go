@@ -37,7 +37,7 @@ func TestRetryBackoff(t *testing.T) {
 steps:
   down: {call: e.down, retry: {attempts: 5, backoff: 1s}}
 `)
-		if _, err := d.Run(t.Context(), nil, RunOptions{Caller: f}); err == nil {
+		if _, err := Run(t.Context(), d, nil, RunOptions{Caller: f}); err == nil {
 			t.Fatal("a step that always fails made the run succeed")
 		}
 		s := time.Second
@@ -61,7 +61,7 @@ steps:
 `)
 		ctx, cancel := context.WithCancel(t.Context())
 		time.AfterFunc(2*time.Second, cancel) // during the wait from 1s to 3s
-		_, err := d.Run(ctx, nil, RunOptions{Caller: f})
+		_, err := Run(ctx, d, nil, RunOptions{Caller: f})
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("run = %v, want context.Canceled", err)
 		}

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/atomicfile"
+	"github.com/nerve-dev/nerve/internal/graphlang"
 )
 
 // Bounds on what run records keep.
@@ -291,7 +292,7 @@ func newRunID(graph string) string {
 // begin starts recording a run, or continues the record of one resumed
 // (claimed by claim, with the steps done in prior). The run is claimed
 // until end, and its record on disk says running before any step starts.
-func (s *runStore) begin(inputs map[string]any, d *Def, resumeID string, prior map[string]*StepRecord) *activeRun {
+func (s *runStore) begin(inputs map[string]any, d *graphlang.Def, resumeID string, prior map[string]*StepRecord) *activeRun {
 	rec := &Record{ID: resumeID, Graph: s.graph, Inputs: inputs, Started: time.Now(), State: RunRunning}
 	if resumeID != "" {
 		if old, err := s.read(resumeID); err == nil {
@@ -504,7 +505,7 @@ func (s *runStore) summaries() []map[string]any {
 			m["inputs"] = r.Inputs
 		}
 		if r.Output != nil {
-			m["output"] = clip(asText(r.Output), previewLen, false)
+			m["output"] = clip(graphlang.Text(r.Output), previewLen, false)
 		}
 		out = append(out, m)
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/graphlang"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // TestJournalKeepsWholeStepsAndSkipsTornLines: the journal gives back each
@@ -16,10 +19,10 @@ func TestJournalKeepsWholeStepsAndSkipsTornLines(t *testing.T) {
 	s := newRunStore(t.TempDir(), "g")
 	j := s.journal("g.1")
 	big := strings.Repeat("x", 3*maxRecordText)
-	if err := j.append(StepRecord{ID: "a", State: StateFinished, Result: &StepResult{Text: big}}, true); err != nil {
+	if err := j.append(StepRecord{ID: "a", State: api.StepFinished, Result: &graphlang.StepResult{Text: big}}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := j.append(StepRecord{ID: "b", State: StateSkipped, Error: "when was false"}, false); err != nil {
+	if err := j.append(StepRecord{ID: "b", State: api.StepSkipped, Error: "when was false"}, false); err != nil {
 		t.Fatal(err)
 	}
 	j.close()
@@ -27,15 +30,15 @@ func TestJournalKeepsWholeStepsAndSkipsTornLines(t *testing.T) {
 	f.WriteString("garbage\n{\"id\":\"c\",\"state\":\"finished\",\"res")
 	f.Close()
 	got := s.journal("g.1").read()
-	if len(got) != 2 || got["a"].Result.Text != big || got["b"].State != StateSkipped {
+	if len(got) != 2 || got["a"].Result.Text != big || got["b"].State != api.StepSkipped {
 		t.Errorf("read back %d steps: %v", len(got), got)
 	}
-	if err := j.append(StepRecord{ID: "c", State: StateFinished}, true); err == nil {
+	if err := j.append(StepRecord{ID: "c", State: api.StepFinished}, true); err == nil {
 		t.Error("a closed journal took a line")
 	}
 	// A resume appends after the torn line, on a line of its own.
 	j = s.journal("g.1")
-	if err := j.append(StepRecord{ID: "c", State: StateFinished, Result: &StepResult{Text: "C"}}, true); err != nil {
+	if err := j.append(StepRecord{ID: "c", State: api.StepFinished, Result: &graphlang.StepResult{Text: "C"}}, true); err != nil {
 		t.Fatal(err)
 	}
 	j.close()
@@ -50,9 +53,9 @@ func TestJournalKeepsWholeStepsAndSkipsTornLines(t *testing.T) {
 func TestClaimOneAtATime(t *testing.T) {
 	dir := t.TempDir()
 	s := newRunStore(dir, "g")
-	rec := &Record{ID: "g.1", Graph: "g", State: RunRunning, Started: time.Now(), Steps: []StepRecord{{ID: "a", State: StateStarted}, {ID: "b", State: "pending"}}}
+	rec := &Record{ID: "g.1", Graph: "g", State: RunRunning, Started: time.Now(), Steps: []StepRecord{{ID: "a", State: api.StepStarted}, {ID: "b", State: "pending"}}}
 	s.write(rec)
-	if err := s.journal("g.1").append(StepRecord{ID: "a", State: StateFinished, Result: &StepResult{Text: "A"}}, true); err != nil {
+	if err := s.journal("g.1").append(StepRecord{ID: "a", State: api.StepFinished, Result: &graphlang.StepResult{Text: "A"}}, true); err != nil {
 		t.Fatal(err)
 	}
 	got, prior, err := s.claim("g.1")
@@ -82,5 +85,25 @@ func TestClaimOneAtATime(t *testing.T) {
 	var back Record
 	if err := json.Unmarshal(b, &back); err != nil || back.State != RunFinished {
 		t.Errorf("record on disk: %v %s", err, b)
+	}
+}
+
+// Issue 21, item 4: runs that overlap rewrote the files of runs pruned
+// when a later one began, and a recursion kept 9,979 records. Now at most
+// maxRunFiles stay after every write.
+func TestOverlappingRunsArePruned(t *testing.T) {
+	dir := t.TempDir()
+	s := newRunStore(dir, "g")
+	d := &graphlang.Def{Steps: []*graphlang.Step{{ID: "a"}}}
+	var runs []*activeRun
+	for range maxRunFiles + 30 {
+		runs = append(runs, s.begin(nil, d, "", nil))
+	}
+	for i := len(runs) - 1; i >= 0; i-- { // the innermost ends first
+		runs[i].step(StepRecord{ID: "a", State: "done"})
+		runs[i].end("x", nil, false)
+	}
+	if n := len(s.files()); n > maxRunFiles {
+		t.Errorf("%d run files kept after %d overlapping runs; want at most %d", n, len(runs), maxRunFiles)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/graphlang"
 	"github.com/nerve-dev/nerve/internal/nodes/graph"
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -92,7 +93,7 @@ func newSessionIn(t testing.TB, dir string) *session.Session {
 
 func addGraph(t testing.TB, s *session.Session, id, src string) {
 	t.Helper()
-	opts, _ := json.Marshal(graph.Options{Source: src})
+	opts, _ := json.Marshal(graphlang.Options{Source: src})
 	if _, err := s.Add(context.Background(), node.Spec{ID: id, Kind: graph.Kind, Options: opts}); err != nil {
 		t.Fatal(err)
 	}

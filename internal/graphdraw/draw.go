@@ -1,0 +1,124 @@
+// Package graphdraw draws a graph definition: its steps by depth, each with
+// what it calls and what it waits for, as text for a terminal, as Graphviz
+// dot or as a Mermaid flowchart (`nerve graph show`). It reads only the
+// language (internal/graphlang), never the runtime.
+package graphdraw
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nerve-dev/nerve/internal/graphlang"
+)
+
+// stepLevels gives each step its depth in the DAG: 0 for a step that waits
+// for none, else one more than the deepest step it waits for.
+func stepLevels(d *graphlang.Def) map[string]int {
+	level := map[string]int{}
+	var depth func(s *graphlang.Step, seen map[string]bool) int
+	depth = func(s *graphlang.Step, seen map[string]bool) int {
+		if l, ok := level[s.ID]; ok {
+			return l
+		}
+		if seen[s.ID] {
+			return 0 // a cycle: Parse refuses those, so never reached
+		}
+		seen[s.ID] = true
+		l := 0
+		for _, dep := range s.Deps {
+			if ds := d.Step(dep); ds != nil {
+				l = max(l, depth(ds, seen)+1)
+			}
+		}
+		level[s.ID] = l
+		return l
+	}
+	for _, s := range d.Steps {
+		depth(s, map[string]bool{})
+	}
+	return level
+}
+
+// Text draws d's steps by level, each with what it calls and what it
+// waits for; states, if given, adds each step's state and time from a run.
+func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) {
+	level := stepLevels(d)
+	maxL := 0
+	for _, l := range level {
+		maxL = max(maxL, l)
+	}
+	width := 0
+	for _, s := range d.Steps {
+		width = max(width, len(s.ID))
+	}
+	fmt.Fprintf(w, "graph %s: %d steps\n", name, len(d.Steps))
+	for l := 0; l <= maxL; l++ {
+		var row []*graphlang.Step
+		for _, s := range d.Steps {
+			if level[s.ID] == l {
+				row = append(row, s)
+			}
+		}
+		for i, s := range row {
+			branch := "├─"
+			if i == len(row)-1 {
+				branch = "└─"
+			}
+			if len(row) == 1 {
+				branch = "──"
+			}
+			what := s.Call
+			if s.Call == "" {
+				what = "ask"
+			}
+			line := fmt.Sprintf("%s%s %-*s  %s", strings.Repeat("   ", l), branch, width, s.ID, what)
+			if len(s.Deps) > 0 {
+				line += "  ← " + strings.Join(s.Deps, ", ")
+			}
+			if st, ok := states[s.ID]; ok {
+				line += "  [" + st + "]"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// Dot is d as Graphviz dot.
+func Dot(name string, d *graphlang.Def) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "digraph %q {\n  rankdir=LR;\n", name)
+	for _, s := range d.Steps {
+		label := s.ID + "\\n" + s.Call
+		if s.Call == "" {
+			label = s.ID + "\\nask"
+		}
+		fmt.Fprintf(&b, "  %q [label=\"%s\"];\n", s.ID, strings.ReplaceAll(label, `"`, `\"`))
+	}
+	for _, s := range d.Steps {
+		for _, dep := range s.Deps {
+			fmt.Fprintf(&b, "  %q -> %q;\n", dep, s.ID)
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// Mermaid is d as a Mermaid flowchart.
+func Mermaid(d *graphlang.Def) string {
+	var b strings.Builder
+	b.WriteString("flowchart LR\n")
+	for _, s := range d.Steps {
+		what := s.Call
+		if what == "" {
+			what = "ask"
+		}
+		fmt.Fprintf(&b, "  %s[\"%s<br/>%s\"]\n", s.ID, s.ID, what)
+	}
+	for _, s := range d.Steps {
+		for _, dep := range s.Deps {
+			fmt.Fprintf(&b, "  %s --> %s\n", dep, s.ID)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,29 @@
+package graphdraw
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nerve-dev/nerve/internal/graphlang"
+)
+
+// A definition is drawn from the language alone: steps by depth, what
+// each calls and waits for, as text, dot and Mermaid.
+func TestDraw(t *testing.T) {
+	d, err := graphlang.Parse([]byte("steps:\n  read: {call: fs.read}\n  stats: {call: sh.bash}\n  review: {call: ai.ask, after: [read, stats]}\n  ok: {ask: \"fine?\", after: review}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	Text(&b, "review", d, map[string]string{"read": "finished 3ms"})
+	want := "graph review: 4 steps\n├─ read    fs.read  [finished 3ms]\n└─ stats   sh.bash\n   ── review  ai.ask  ← read, stats\n      ── ok      ask  ← review\n"
+	if b.String() != want {
+		t.Errorf("Text:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if got := Dot("review", d); !strings.Contains(got, `"read" -> "review";`) || !strings.Contains(got, `"ok" [label="ok\nask"];`) {
+		t.Errorf("Dot:\n%s", got)
+	}
+	if got := Mermaid(d); !strings.Contains(got, "  review --> ok\n") {
+		t.Errorf("Mermaid:\n%s", got)
+	}
+}
