@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"context"
 	"runtime"
 	"slices"
 	"testing"
@@ -18,12 +19,13 @@ import (
 func BenchmarkSearch1000(b *testing.B) {
 	ix := New(replicate(corpus(b), 1000))
 	qs := agentQueries(b, "testdata/agent-dev.jsonl")
-	ix.Search("warm up the word lists", 5)
+	ctx := context.Background()
+	ix.Find(ctx, "warm up the word lists", nil)
 	var took []time.Duration
 	i := 0
 	for b.Loop() {
 		start := time.Now()
-		ix.Search(qs[i%len(qs)].Query, 5)
+		ix.Find(ctx, qs[i%len(qs)].Query, nil)
 		took = append(took, time.Since(start))
 		i++
 	}

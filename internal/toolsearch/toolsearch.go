@@ -423,13 +423,6 @@ func (ix *Index) expand(ws []qword) []qword {
 	return out
 }
 
-// Search returns at most k tools for query, best first; tools that share
-// no word with the query are left out. Equal scores keep name order.
-func (ix *Index) Search(query string, k int) []Hit {
-	scores := ix.lexical(ix.expand(queryWords(query)))
-	return ix.top(scores, k, nil)
-}
-
 // top returns the k best docs with a score above zero that allow
 // accepts (nil: all).
 func (ix *Index) top(scores []float32, k int, allow func(*Doc) bool) []Hit {
