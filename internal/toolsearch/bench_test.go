@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"slices"
 	"testing"
@@ -62,4 +63,48 @@ func BenchmarkIndex1000(b *testing.B) {
 	runtime.KeepAlive(ix)
 	b.ReportMetric(float64(kept)/(1<<20), "index-MB")
 	b.ReportMetric(float64(words)/(1<<20), "words-MB")
+}
+
+// BenchmarkEval reports, per query set, recall@1 and recall@5 of what
+// search_tools answers and the median time of one search: the agent set
+// and the old set on the corpus (273 tools), the old set on issue 19's
+// catalogue (twenty server-everything nodes and one filesystem node), and
+// the set NERVE_DISCOVERY_QUERIES names, if any.
+func BenchmarkEval(b *testing.B) {
+	docs := corpus(b)
+	sets := []struct {
+		name string
+		docs []Doc
+		qs   []query
+	}{
+		{"agent-dev", docs, agentQueries(b, "testdata/agent-dev.jsonl")},
+		{"old", docs, oldQueries(b)},
+		{"old-issue19", catalogue(b), oldQueries(b)},
+	}
+	if f := os.Getenv("NERVE_DISCOVERY_QUERIES"); f != "" {
+		sets = append(sets, struct {
+			name string
+			docs []Doc
+			qs   []query
+		}{"file", docs, agentQueries(b, f)})
+	}
+	for _, set := range sets {
+		b.Run(set.name, func(b *testing.B) {
+			ix := New(set.docs)
+			s := evaluate(ix, set.qs)
+			ctx := context.Background()
+			var took []time.Duration
+			i := 0
+			for b.Loop() {
+				start := time.Now()
+				ix.Find(ctx, set.qs[i%len(set.qs)].Query, nil)
+				took = append(took, time.Since(start))
+				i++
+			}
+			slices.Sort(took)
+			b.ReportMetric(s.r1(), "recall@1")
+			b.ReportMetric(s.r5(), "recall@5")
+			b.ReportMetric(float64(took[len(took)/2])/1e6, "p50-ms")
+		})
+	}
 }
