@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
@@ -49,5 +50,45 @@ func TestSearchIndexPerCatalogue(t *testing.T) {
 	r := s.SearchTools(ctx, "alpha", &toolsearch.Options{Allow: func(d *toolsearch.Doc) bool { return d.Node == "echo" }}, true)
 	if len(r.Hits) != 1 || r.Hits[0].Name != "echo.identity" || !r.Nearest || r.Of != 1 {
 		t.Errorf("alpha within echo: %+v (nearest %v, of %d), want echo.identity as the nearest of 1", r.Hits, r.Nearest, r.Of)
+	}
+}
+
+// Searches, calls and catalogue changes at once: every search answers
+// from a whole index (run with -race).
+func TestSearchConcurrent(t *testing.T) {
+	ctx := context.Background()
+	fs := &fakes{}
+	s := newSession(t, fs, nil)
+	add(t, s, "echo", identity.Kind)
+	done := make(chan struct{})
+	errs := make(chan error, 3)
+	for range 2 {
+		go func() {
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				if r := s.SearchTools(ctx, "return the text", nil, true); len(r.Hits) == 0 {
+					errs <- fmt.Errorf("a search answered empty: %+v", r)
+					return
+				}
+				_, _ = s.Call(ctx, "echo", &node.CallRequest{Tool: "identity", Arguments: json.RawMessage(`{"text":"x"}`)})
+			}
+		}()
+	}
+	for i := range 5 {
+		add(t, s, fmt.Sprintf("f%d", i), "fake")
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ix := s.SearchIndex(ctx, true); ix.Len() != 6 {
+		t.Errorf("the index has %d tools after the adds, want 6", ix.Len())
 	}
 }
