@@ -32,6 +32,7 @@ type searcher struct {
 	embKey  string // the embeddings endpoint's settings emb was made with
 	embAt   time.Time
 	emb     toolsearch.Embedder
+	note    string // the last search's note, logged when it changes
 }
 
 // usageOf returns the session's usage, made on first use.
@@ -51,8 +52,14 @@ func (s *Session) SearchTools(ctx context.Context, query string, o *toolsearch.O
 	}
 	opts.Usage = s.usageOf()
 	r := s.SearchIndex(ctx, now).Find(ctx, query, &opts)
-	if r.Note != "" {
-		s.log.Warn("tool search", zap.String("note", r.Note))
+	ss := &s.search
+	ss.mu.Lock()
+	changed := r.Note != ss.note
+	ss.note = r.Note
+	ss.mu.Unlock()
+	if changed && r.Note != "" {
+		// Once per new trouble, not per search.
+		s.log.Warn("tool search: the embeddings endpoint failed; ranking by words alone", zap.String("error", r.Note))
 	}
 	return r
 }
