@@ -89,6 +89,7 @@ type Server struct {
 	// until a search needs it).
 	catMu   sync.Mutex
 	catalog map[string]wantTool
+	served  map[toolKey]string // catalog's names by node and tool (discover.go)
 	index   *toolsearch.Index
 
 	// live, if set, knows which clients can be sent a request (the HTTP

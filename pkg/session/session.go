@@ -76,6 +76,8 @@ type Session struct {
 	settingsMu sync.Mutex
 	settings   Settings
 
+	search searcher // search.go
+
 	// mu guards the fields below.
 	mu    sync.RWMutex
 	order []string
