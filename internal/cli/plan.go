@@ -102,6 +102,17 @@ func runPlan(ctx context.Context, env *Env, inv *Invocation) error {
 	d, err := planner.Plan(ctx, sentence, &planner.Options{
 		Tools:    ts,
 		Attempts: attempts,
+		Search: func(ctx context.Context, words string, limit int) ([]string, error) {
+			found, err := s.SearchTools(ctx, words, limit, false)
+			if err != nil {
+				return nil, err
+			}
+			names := make([]string, len(found.Tools))
+			for i, t := range found.Tools {
+				names[i] = t.Qualified
+			}
+			return names, nil
+		},
 		Ask: func(ctx context.Context, system string, msgs []planner.Message) (string, error) {
 			p := &mcp.CreateMessageParams{SystemPrompt: system}
 			for _, m := range msgs {

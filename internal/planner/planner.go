@@ -54,6 +54,10 @@ type Message struct {
 type Options struct {
 	// Tools is the session's catalogue: the tools a draft may call.
 	Tools *node.Toolset
+	// Search, if set, ranks the catalogue's tools for words and returns
+	// the qualified names of at most limit, best first: the session's
+	// own discovery index (search_tools'). Nil: an index of Tools.
+	Search func(ctx context.Context, words string, limit int) ([]string, error)
 	// Ask sends the model one request — the system prompt and the
 	// conversation so far — and returns the text of its answer.
 	Ask func(ctx context.Context, system string, msgs []Message) (string, error)
@@ -147,7 +151,15 @@ func Plan(ctx context.Context, sentence string, o *Options) (*Draft, error) {
 	if attempts <= 0 {
 		attempts = DefaultAttempts
 	}
-	system := Prompt(o.Tools, sentence, o.Found)
+	found := o.Found
+	if found <= 0 {
+		found = DefaultFound
+	}
+	picked, err := find(ctx, o, sentence, found)
+	if err != nil {
+		return nil, fmt.Errorf("finding the tools for %q: %w", sentence, err)
+	}
+	system := Prompt(o.Tools, picked)
 	msgs := []Message{{Role: "user", Text: sentence}}
 	fail := &Failed{}
 	for try := 1; try <= attempts; try++ {
@@ -180,37 +192,60 @@ func Plan(ctx context.Context, sentence string, o *Options) (*Draft, error) {
 	return nil, fail
 }
 
-// Prompt is the system prompt: the task, the graph language in short,
-// the script dialect and the signatures of found tools (DefaultFound when
-// 0) — those the index finds for sentence, then others in the session's
-// order — and the nodes of the rest.
-func Prompt(ts *node.Toolset, sentence string, found int) string {
-	if found <= 0 {
-		found = DefaultFound
+// find returns the names of the found tools whose signatures the model
+// is shown: those the index finds for sentence, then others in the
+// session's order (a small session's every tool).
+func find(ctx context.Context, o *Options, sentence string, found int) ([]string, error) {
+	var names []string
+	if o.Search != nil {
+		var err error
+		if names, err = o.Search(ctx, sentence, found); err != nil {
+			return nil, err
+		}
+	} else {
+		docs := make([]toolsearch.Doc, 0, o.Tools.Len())
+		for _, e := range o.Tools.Tools() {
+			docs = append(docs, toolsearch.Doc{Name: e.Qualified, Node: e.Node, Tool: e.Tool})
+		}
+		for _, h := range toolsearch.New(docs).Find(ctx, sentence, &toolsearch.Options{Limit: found}).Hits {
+			names = append(names, h.Name)
+		}
 	}
-	docs := make([]toolsearch.Doc, 0, ts.Len())
-	for _, e := range ts.Tools() {
-		docs = append(docs, toolsearch.Doc{Name: e.Qualified, Node: e.Node, Tool: e.Tool})
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range names {
+		if te, ok := o.Tools.Lookup(n); ok && !seen[te.Qualified] && len(out) < found {
+			seen[te.Qualified] = true
+			out = append(out, te.Qualified)
+		}
 	}
-	picked := map[string]bool{}
-	for _, h := range toolsearch.New(docs).Search(sentence, found) {
-		picked[h.Name] = true
-	}
-	// Room left: the other tools, in the session's order (a small
-	// session's every tool).
-	for _, e := range ts.Tools() {
-		if len(picked) >= found {
+	for _, e := range o.Tools.Tools() {
+		if len(out) >= found {
 			break
 		}
-		picked[e.Qualified] = true
+		if !seen[e.Qualified] {
+			seen[e.Qualified] = true
+			out = append(out, e.Qualified)
+		}
+	}
+	return out, nil
+}
+
+// Prompt is the system prompt: the task, the graph language in short,
+// the script dialect, the signatures of the picked tools (qualified
+// names) and the nodes of the others.
+func Prompt(ts *node.Toolset, picked []string) string {
+	pick := map[string]bool{}
+	for _, n := range picked {
+		pick[n] = true
 	}
 	run := codemode.Tool(ts, &codemode.ToolOptions{Visible: func(id string, t *mcp.Tool) bool {
-		return picked[node.QualifiedName(id, t.Name)]
+		return pick[node.QualifiedName(id, t.Name)]
 	}})
 	others := map[string]int{}
 	var order []string
 	for _, e := range ts.Tools() {
-		if picked[e.Qualified] {
+		if pick[e.Qualified] {
 			continue
 		}
 		if others[e.Node] == 0 {
