@@ -28,12 +28,13 @@ func planCmd() *Command {
 		Usage:   "plan [--llm NODE] [--name NAME] [--yes] [--attempts N] SENTENCE...",
 		Help: `An llm node drafts a graph (YAML) or a code-mode script (Starlark) for
 SENTENCE from the session's tools: nerve finds the tools that fit it with
-the discovery index and shows the model their signatures. Each draft is
-checked as ` + "`nerve graph add`" + ` checks a graph (a script becomes a graph of
-one script step); a draft with mistakes goes back to the model with them,
---attempts times at most (default 3). The draft that passes is shown with
-its picture and saved as graph NAME when you say yes (--yes: without
-asking; without a terminal to ask on, it is not saved unless --yes).
+the session's search index (as search_tools does) and shows the model
+their signatures. Each draft is checked as ` + "`nerve graph add`" + ` checks
+a graph (a script becomes a graph of one script step); a draft with
+mistakes goes back to the model with them, --attempts times at most
+(default 3). The draft that passes is shown with its picture and saved
+as graph NAME when you say yes (--yes: without asking; without a
+terminal to ask on, it is not saved unless --yes).
 
 The llm node is --llm NODE, or the session's only llm node. Its model is
 asked directly: its conversation is not changed.
