@@ -2,12 +2,14 @@
 // definition in YAML or JSON (docs/graphs.md), read with line:column
 // positions so a person is told where a mistake is (Parse); its ${...}
 // references and templates and their evaluation against a run's values
-// (Scope); `when:` conditions (Expr); the checks run when a graph is added
-// or replaced (Check: calls against the session's tools, cycles through
-// other graphs, the shell commands of shell.go); and AddStep, the REPL's
-// graph builder. It runs nothing: the runtime is internal/nodes/graph, and
-// internal/graphdraw draws a definition. It imports pkg/node and the MCP
-// vocabulary, never the session or another kind.
+// (Scope); `when:` conditions (Expr); script steps (script.go: their
+// scripts compiled by internal/codemode); the checks run when a graph is
+// added or replaced (Check: calls against the session's tools, cycles
+// through other graphs, the shell commands of shell.go, the scripts); and
+// AddStep, the REPL's graph builder. It runs nothing: the runtime is
+// internal/nodes/graph, and internal/graphdraw draws a definition. It
+// imports pkg/node, internal/codemode and the MCP vocabulary, never the
+// session or another kind.
 package graphlang
 
 import (
