@@ -32,7 +32,8 @@ Examples:
 			scriptCmd(), // script.go
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
-			envCmd(), // env.go
+			contextCmd(), // context.go
+			envCmd(),     // env.go
 			daemonCmd(),
 			logCmd(),
 			uiCmd(), // ui.go

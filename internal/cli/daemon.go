@@ -13,6 +13,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/logging"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/internal/paths"
 	"github.com/nerve-dev/nerve/internal/tokenstore"
 	"github.com/nerve-dev/nerve/pkg/client"
 )
@@ -38,6 +39,7 @@ manage it by hand. Its log is in the state folder (see ` + "`nerve daemon status
 			},
 			{Name: "stop", Summary: "stop every node and the daemon", Usage: "daemon stop", Local: true, Run: runDaemonStop},
 			{Name: "status", Summary: "say whether the daemon runs, its version, pid and sessions", Usage: "daemon status", Local: true, Run: runDaemonStatus},
+			dialStdioCmd(), // dial_stdio.go
 		},
 	}
 }
@@ -47,6 +49,13 @@ func runDaemonStart(ctx context.Context, env *Env, inv *Invocation) error {
 		return usagef(inv, "`nerve daemon start` takes no arguments")
 	}
 	listen := inv.Flag("listen")
+	r, err := env.remote()
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		return remoteDaemonStart(ctx, env, inv, r) // context.go
+	}
 	if inv.Bool("foreground") {
 		return runForeground(ctx, env, listen)
 	}
@@ -134,6 +143,14 @@ func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
 	if err := c.Shutdown(ctx); err != nil {
 		return err
 	}
+	if r, _ := env.remote(); r != nil {
+		// Its exit is not awaited from here: the next command's ssh
+		// connection waits for the old daemon there before starting anew.
+		if !env.JSON {
+			fmt.Fprintf(env.Stdout, "daemon on %s stopped (pid %d)\n", r.Host, v.PID)
+		}
+		return nil
+	}
 	// Wait until the process has exited (its lock is free), so a
 	// following command starts a new daemon at once.
 	p, err := env.paths()
@@ -151,17 +168,26 @@ func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
 }
 
 func runDaemonStatus(ctx context.Context, env *Env, inv *Invocation) error {
-	p, err := env.paths()
+	r, err := env.remote()
 	if err != nil {
 		return err
 	}
+	var p paths.Paths
+	if r == nil {
+		if p, err = env.paths(); err != nil {
+			return err
+		}
+	}
 	c, _, err := env.connectDaemon(ctx, false)
 	if err != nil {
-		if errors.Is(err, client.ErrDaemonUnavailable) {
+		if errors.Is(err, client.ErrDaemonUnavailable) && r == nil {
 			if env.JSON {
 				_ = printJSON(env, map[string]any{"running": false, "socket": p.Socket})
 			}
 			return fmt.Errorf("daemon is not running (socket %s): any command starts it, or `nerve daemon start`", p.Socket)
+		}
+		if r != nil && env.JSON {
+			_ = printJSON(env, map[string]any{"running": false, "host": r.String()})
 		}
 		return err
 	}
@@ -175,10 +201,25 @@ func runDaemonStatus(ctx context.Context, env *Env, inv *Invocation) error {
 		return err
 	}
 	if env.JSON {
-		return printJSON(env, map[string]any{"running": true, "daemon": v, "sessions": ss, "log": p.Log})
+		st := map[string]any{"running": true, "daemon": v, "sessions": ss}
+		if r != nil {
+			st["host"] = r.String()
+		} else {
+			st["log"] = p.Log
+		}
+		return printJSON(env, st)
 	}
-	fmt.Fprintf(env.Stdout, "daemon running: pid %d, version %s, up %s\n", v.PID, v.Version, time.Since(v.Started).Round(time.Second))
-	fmt.Fprintf(env.Stdout, "socket:   %s\nstate:    %s\nlog:      %s\ncall log: %s\n", v.Socket, v.StateDir, p.Log, p.CallLog)
+	where := "daemon"
+	if r != nil {
+		where = "daemon on " + r.Host
+	}
+	fmt.Fprintf(env.Stdout, "%s running: pid %d, version %s, up %s\n", where, v.PID, v.Version, time.Since(v.Started).Round(time.Second))
+	if r != nil {
+		// That machine's files: its log is read there (`nerve log`).
+		fmt.Fprintf(env.Stdout, "host:     %s\nsocket:   %s\nstate:    %s\n", r, v.Socket, v.StateDir)
+	} else {
+		fmt.Fprintf(env.Stdout, "socket:   %s\nstate:    %s\nlog:      %s\ncall log: %s\n", v.Socket, v.StateDir, p.Log, p.CallLog)
+	}
 	var names []string
 	for _, s := range ss {
 		names = append(names, fmt.Sprintf("%s (%d nodes)", s.Name, s.Nodes))
