@@ -137,7 +137,7 @@ func runNodeAdd(ctx context.Context, env *Env, inv *Invocation) error {
 		return err
 	}
 	if r != nil && inv.Flag("cwd") != "" && spec.Cwd != inv.Flag("cwd") {
-		return usagef(inv, "--cwd %q: give a folder on %s as an absolute path (or ~/…)", inv.Flag("cwd"), r.Host)
+		return usagef(inv, "--cwd %q: give the folder on %s as an absolute path", inv.Flag("cwd"), r.Host)
 	}
 	// This machine's folder means nothing to a daemon on another one: its
 	// nodes start where that daemon runs them.

@@ -40,7 +40,7 @@ type sshHost struct {
 	dir        string
 }
 
-func startSSHHost(t *testing.T, nerveBin string) *sshHost {
+func startSSHHost(t testing.TB, nerveBin string) *sshHost {
 	t.Helper()
 	sshd := "/usr/sbin/sshd"
 	if p, err := exec.LookPath("sshd"); err == nil {
@@ -120,7 +120,7 @@ Host nerve-nowhere
 
 // startSSHD runs sshd in the foreground on a free loopback port and
 // returns the port once it listens; it is stopped when the test ends.
-func startSSHD(t *testing.T, sshd string, write func(name, text string) string, dir, bin, remoteHome string) int {
+func startSSHD(t testing.TB, sshd string, write func(name, text string) string, dir, bin, remoteHome string) int {
 	t.Helper()
 	var last string
 	for range 3 { // a free port may be taken before sshd binds it
