@@ -19,14 +19,8 @@ Examples:
 		Run: runREPL,
 		Sub: []*Command{
 			nodeCmd(),
-			graphCmd(), // graph.go
-			{
-				Name:     "tools",
-				Summary:  "list every tool of the session as node.tool, or one node's tools",
-				Usage:    "tools [NODE]",
-				Complete: "node",
-				Run:      runTools,
-			},
+			graphCmd(),                                           // graph.go
+			toolsCmd(),                                           // tools_search.go
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
 			scriptCmd(), // script.go

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -317,6 +318,7 @@ var idleGrace = time.Minute
 // makeRoomLocked makes room for one more server by stopping those no
 // client is connected to; with none to stop it refuses. h.mu is held.
 func (h *HTTPHandler) makeRoomLocked() error {
+	syncs.AssertLocked(&h.mu)
 	if len(h.servers) < maxServers {
 		return nil
 	}

@@ -325,6 +325,8 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 		fmt.Fprint(r.out, commander.RenderToolHelp(ln.Node, t, len(tools) == 1, r.style))
 	case commander.Call:
 		r.call(ctx, ln)
+	case commander.Search:
+		r.search(ctx, ln.Words) // search.go
 	}
 	return false
 }

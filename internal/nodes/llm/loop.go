@@ -233,11 +233,11 @@ func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.T
 	e, known := byLLM[tc.Name]
 	args := json.RawMessage(tc.Arguments)
 	validJSON := json.Valid(args)
-	if tools.index != nil && validJSON {
+	if tools.discover && validJSON {
 		switch tc.Name {
 		case discoverSearch:
 			em.step(StepToolCall, toolCallData{Step: step, ID: tc.ID, Name: tc.Name, Tool: tc.Name, Arguments: args})
-			text, isError := tools.search(args)
+			text, isError := tools.search(ctx, args)
 			em.step(StepToolResult, toolResultData{Step: step, ID: tc.ID, Tool: tc.Name, IsError: isError, Text: text})
 			return text, isError
 		case discoverCall:
@@ -257,7 +257,7 @@ func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.T
 			e, known = tools.byName[in.Name]
 			args, validJSON = in.Arguments, json.Valid(in.Arguments)
 			if !known {
-				text := tools.unknown(in.Name)
+				text := tools.unknown(ctx, in.Name)
 				em.step(StepToolCall, toolCallData{Step: step, ID: tc.ID, Name: tc.Name, Tool: in.Name, Arguments: args})
 				em.step(StepToolResult, toolResultData{Step: step, ID: tc.ID, Tool: in.Name, IsError: true, Text: text})
 				return text, true
@@ -273,8 +273,8 @@ func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.T
 
 	text, isError := "", true
 	switch {
-	case !known && tools.index != nil:
-		text = tools.unknown(tc.Name)
+	case !known && tools.discover:
+		text = tools.unknown(ctx, tc.Name)
 	case !known:
 		names := make([]string, 0, len(byLLM))
 		for name := range byLLM {
