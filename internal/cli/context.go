@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -349,11 +350,9 @@ func (e *Env) remote() (*client.SSH, error) {
 // connectRemote returns a client of the daemon on r's host. It asks its
 // version once, which makes the first ssh connection (and, with start,
 // has the host start its daemon); the client keeps that connection for
-// the requests that follow. A daemon there that stops between two
-// requests is started again by the next connection, so Revive only drops
-// the connections to the old one.
+// the requests that follow.
 func (e *Env) connectRemote(ctx context.Context, r *client.SSH, start bool) (*client.Client, bool, error) {
-	c := e.newRemoteClient(r)
+	c := e.newRemoteClient(r, start)
 	_, err := c.Version(client.WithRevive(ctx, start))
 	if err != nil {
 		c.Close()
@@ -373,11 +372,22 @@ func (e *Env) remoteOptions(r *client.SSH) client.Options {
 	return opts
 }
 
-func (e *Env) newRemoteClient(r *client.SSH) *client.Client {
+// newRemoteClient is a client of the daemon on r's host. Each of its
+// connections starts the daemon there if it is not running, so a daemon
+// that stops between two requests needs no Revive of its own: Revive
+// only drops the connections to the old one, and the request goes again
+// on a new one. Without start, no connection starts a daemon
+// (`dial-stdio --no-start`), and nothing is sent again: what only
+// looks (daemon status, stop, completion) never starts one.
+func (e *Env) newRemoteClient(r *client.SSH, start bool) *client.Client {
 	opts := e.remoteOptions(r)
+	if !start {
+		opts.Dial = func(ctx context.Context) (net.Conn, error) { return r.Dial(client.WithRevive(ctx, false)) }
+		return client.New(opts)
+	}
 	var c *client.Client
 	opts.Revive = func(context.Context) error {
-		c.Close() // the next connection starts a daemon there
+		c.Close()
 		return nil
 	}
 	c = client.New(opts)

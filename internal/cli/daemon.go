@@ -128,7 +128,8 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 
 func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
 	c, _, err := env.connectDaemon(ctx, false)
-	if errors.Is(err, client.ErrDaemonUnavailable) {
+	var se *client.SSHError
+	if errors.Is(err, client.ErrDaemonUnavailable) && !errors.As(err, &se) {
 		fmt.Fprintln(env.Stderr, "daemon is not running")
 		return nil
 	}

@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
+
+	"github.com/nerve-dev/nerve/pkg/client"
 )
 
 // dialStdioCmd is `nerve daemon dial-stdio`, what `nerve -H ssh://HOST`
@@ -39,8 +42,12 @@ func runDialStdio(ctx context.Context, env *Env, inv *Invocation) error {
 	// A non-interactive ssh session has a bare PATH: a daemon started from
 	// here takes the login shell's, so its nodes find npx, uvx, node.
 	env.conn.loginPath = true
-	c, _, err := env.connectLocal(ctx, !inv.Bool("no-start"))
+	start := !inv.Bool("no-start")
+	c, _, err := env.connectLocal(ctx, start)
 	if err != nil {
+		if !start && errors.Is(err, client.ErrDaemonUnavailable) {
+			return errors.New("no daemon is running (and --no-start starts none)")
+		}
 		return err
 	}
 	c.Close()

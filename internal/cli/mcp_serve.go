@@ -108,7 +108,7 @@ func runMCPServe(ctx context.Context, env *Env, inv *Invocation) error {
 		// Through ssh each connection is an ssh process: the upgrade below
 		// is the only one (the host starts its daemon for it), and the
 		// daemon's answer to it names a missing session or node.
-		c := env.newRemoteClient(r) // context.go
+		c := env.newRemoteClient(r, true) // context.go
 		env.conn.client = c
 		s = c.Session(env.SessionName())
 	} else {

@@ -331,6 +331,21 @@ func TestSSHRemote(t *testing.T) {
 		}
 	})
 
+	t.Run("daemon stop", func(t *testing.T) {
+		if out := n.Must("-H", remote, "daemon", "stop"); !strings.HasPrefix(out, "daemon on nerve-remote stopped (pid ") {
+			t.Errorf("daemon stop through ssh: %q", out)
+		}
+		// Asking whether it runs does not start it (dial-stdio --no-start).
+		testutil.WaitFor(t, 10*time.Second, func() bool {
+			_, errs, code := n.Run("-H", remote, "daemon", "status")
+			return code == ExitFailed && strings.Contains(errs, "nerve on nerve-remote could not reach its daemon: no daemon is running")
+		}, "daemon status through ssh to say no daemon runs there")
+		// Any other command starts it again, with its node.
+		if out := n.Must("-H", remote, "call", "@fx", "echo", "text=back"); strings.TrimSpace(out) != "back" {
+			t.Errorf("a call after daemon stop printed %q", out)
+		}
+	})
+
 	t.Run("errors", func(t *testing.T) {
 		for _, tc := range []struct {
 			name string
