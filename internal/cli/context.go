@@ -429,25 +429,3 @@ func forwardHint(env *Env, addr string) string {
 	}
 	return fmt.Sprintf("this address is on %s's loopback: forward it here with `ssh -N -L %s:127.0.0.1:%s %s`, then open it", r.Host, u.Port(), u.Port(), r.Host)
 }
-
-// remoteDaemonStart is `nerve daemon start` for a daemon on another
-// machine: the ssh connection starts it there if it is not running.
-func remoteDaemonStart(ctx context.Context, env *Env, inv *Invocation, r *client.SSH) error {
-	if inv.Bool("foreground") || inv.Has("listen") {
-		return usagef(inv, "--foreground and --listen start a daemon in this process, on this machine: run `nerve daemon start` on %s itself for them", r.Host)
-	}
-	c, _, err := env.connectDaemon(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	v, err := c.Version(ctx)
-	if err != nil {
-		return err
-	}
-	if env.JSON {
-		return printJSON(env, v)
-	}
-	fmt.Fprintf(env.Stdout, "daemon on %s running (pid %d)\n", r.Host, v.PID)
-	return nil
-}

@@ -53,8 +53,8 @@ func runDaemonStart(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	if r != nil {
-		return remoteDaemonStart(ctx, env, inv, r) // context.go
+	if r != nil && (inv.Bool("foreground") || listen != "") {
+		return usagef(inv, "--foreground and --listen start a daemon in this process, on this machine: run `nerve daemon start` on %s itself for them", r.Host)
 	}
 	if inv.Bool("foreground") {
 		return runForeground(ctx, env, listen)
@@ -75,9 +75,13 @@ func runDaemonStart(ctx context.Context, env *Env, inv *Invocation) error {
 	if env.JSON {
 		return printJSON(env, v)
 	}
-	if started {
+	switch {
+	case r != nil:
+		// The ssh connection started it there, or found it running.
+		fmt.Fprintf(env.Stdout, "daemon on %s running (pid %d)\n", r.Host, v.PID)
+	case started:
 		fmt.Fprintf(env.Stdout, "daemon started (pid %d)\n", v.PID)
-	} else {
+	default:
 		fmt.Fprintf(env.Stdout, "daemon already running (pid %d)\n", v.PID)
 		if listen != "" {
 			fmt.Fprintf(env.Stderr, "nerve: --listen applies when the daemon starts; run `nerve daemon stop` first to serve the MCP endpoint at %s\n", listen)

@@ -340,6 +340,13 @@ func TestSSHRemote(t *testing.T) {
 			_, errs, code := n.Run("-H", remote, "daemon", "status")
 			return code == ExitFailed && strings.Contains(errs, "nerve on nerve-remote could not reach its daemon: no daemon is running")
 		}, "daemon status through ssh to say no daemon runs there")
+		if out := n.Must("-H", remote, "daemon", "start"); !strings.HasPrefix(out, "daemon on nerve-remote running (pid ") {
+			t.Errorf("daemon start through ssh: %q", out)
+		}
+		if _, errs, code := n.Run("-H", remote, "daemon", "start", "--foreground"); code != ExitUsage || !strings.Contains(errs, "on nerve-remote itself") {
+			t.Errorf("daemon start --foreground through ssh: exit %d, %s", code, errs)
+		}
+		n.Must("-H", remote, "daemon", "stop")
 		// Any other command starts it again, with its node.
 		if out := n.Must("-H", remote, "call", "@fx", "echo", "text=back"); strings.TrimSpace(out) != "back" {
 			t.Errorf("a call after daemon stop printed %q", out)
