@@ -216,6 +216,27 @@ func TestSSHRemote(t *testing.T) {
 		t.Errorf("daemon status through ssh:\n%s", out)
 	}
 
+	t.Run("environment stays here", func(t *testing.T) {
+		// A node restarted through ssh gets no variable of this machine
+		// (docs/remote.md); locally the same restart hands it over.
+		n.Env = append(slices.Clone(base), "NERVE_TEST_LOCAL_ONLY=leaked")
+		defer func() { n.Env = base }()
+		for _, tc := range []struct {
+			host string
+			want string
+		}{{remote, ""}, {"", "leaked"}} {
+			var h []string
+			if tc.host != "" {
+				h = []string{"-H", tc.host}
+			}
+			n.Must(append(h, "node", "restart", "bash")...)
+			out, errs, _ := n.Run(append(h, "call", "@bash", "printenv", "NERVE_TEST_LOCAL_ONLY")...)
+			if strings.TrimSpace(out) != tc.want {
+				t.Errorf("-H %q: the bash node's NERVE_TEST_LOCAL_ONLY = %q (%s), want %q", tc.host, out, errs, tc.want)
+			}
+		}
+	})
+
 	t.Run("inspector", func(t *testing.T) {
 		// NERVE_HOST, as an MCP client's config would set it.
 		serve := []string{n.bin, "mcp", "serve", "-e", "NERVE_HOME=" + n.home, "-e", "NERVE_HOST=" + remote, "-e", "NERVE_SSH_COMMAND=" + h.SSHCommand}
