@@ -4,6 +4,7 @@ package cli
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -11,11 +12,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // TestBinaryCallKeepsWords: each word the shell hands `nerve call` stays
@@ -70,20 +73,56 @@ func TestBinaryCallKeepsWords(t *testing.T) {
 	}
 }
 
-// TestBinaryCallToNodeInError: after `nerve call @sh exit 3` the bash node
-// is ERROR, and the next call says so and how to restart it — not that the
-// tool is unknown.
+// TestBinaryCallToNodeInError: a bash node whose shell was killed between
+// calls is ERROR, and the next call says so and how to restart it — not
+// that the tool is unknown.
 func TestBinaryCallToNodeInError(t *testing.T) {
 	n := newRealNerve(t)
 	n.Must("node", "add", "bash", "sh")
-	n.Run("call", "@sh", "exit", "3")
+	killShell(t, n, "sh")
 	_, errs, code := n.Run("call", "@sh", "echo", "hi")
-	if code != ExitFailed || !strings.Contains(errs, `node "sh" is ERROR (bash exited with status 3)`) || !strings.Contains(errs, "`nerve node restart sh`") {
+	if code != ExitFailed || !strings.Contains(errs, `node "sh" is ERROR (bash was killed by signal 9`) || !strings.Contains(errs, "`nerve node restart sh`") {
 		t.Errorf("a call to a node in ERROR: exit %d, %q", code, errs)
 	}
 	n.Must("node", "restart", "sh")
 	if out := n.Must("call", "@sh", "echo", "hi"); out != "hi\n" {
 		t.Errorf("after a restart: %q", out)
+	}
+}
+
+// killShell kills node id's shell with SIGKILL while it is idle and waits
+// until the node is ERROR.
+func killShell(t *testing.T, n *realNerve, id string) {
+	t.Helper()
+	var d struct{ Info node.Info }
+	if err := json.Unmarshal([]byte(n.Must("--json", "node", "info", id)), &d); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := d.Info.Details["pid"].(float64)
+	if pid == 0 {
+		t.Fatalf("node %s has no shell pid: %v", id, d.Info.Details)
+	}
+	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		return json.Unmarshal([]byte(n.Must("--json", "node", "info", id)), &d) == nil && d.Info.State == node.Error
+	}, "the node to be ERROR")
+}
+
+// TestBinaryShellExitThenFreshShell: `nerve call @sh exit 3` names the
+// command that ended the shell, at once, on its first line; the next call
+// runs in a fresh shell instead of failing until a restart (issue 27).
+func TestBinaryShellExitThenFreshShell(t *testing.T) {
+	n := newRealNerve(t)
+	n.Must("node", "add", "bash", "sh", "--cwd", n.home)
+	n.Must("call", "@sh", "cd /")
+	_, errs, code := n.Run("call", "@sh", "exit", "3")
+	if code != ExitToolError || !strings.HasPrefix(errs, "error: [`exit 3` ended the shell: bash exited with status 3;") || !strings.Contains(errs, "the next call starts a fresh shell") {
+		t.Errorf("nerve call @sh exit 3: exit %d, stderr %q", code, errs)
+	}
+	if out := n.Must("call", "@sh", "pwd"); out != n.home+"\n" {
+		t.Errorf("the call after exit 3: %q; want a fresh shell in %s", out, n.home)
 	}
 }
 

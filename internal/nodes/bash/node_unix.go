@@ -37,9 +37,13 @@ type Node struct {
 	endMu sync.Mutex
 
 	// mu guards the fields below.
-	mu    sync.Mutex
-	sh    *shell
-	intr  chan struct{} // interrupt of the call in flight; nil when idle
+	mu   sync.Mutex
+	sh   *shell
+	intr chan struct{} // interrupt of the call in flight; nil when idle
+	// lost says why the last shell ended during a call (`exit 3`, `set -e`
+	// and a failing command, a kill): sh is nil and the next call starts a
+	// fresh shell (docs/nodes.md, "When the shell ends").
+	lost  string
 	watch sync.WaitGroup
 }
 
@@ -115,12 +119,44 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("starting bash node %q: %w", n.ID(), err)
 	}
 	n.mu.Lock()
-	n.sh = sh
+	n.sh, n.lost = sh, ""
+	n.watch.Add(1)
 	n.mu.Unlock()
 	n.env.Log().Debug("bash shell started", zap.Int("pid", sh.pid), zap.String("path", sh.path), zap.String("dir", sh.dir))
-	n.watch.Add(1)
 	go n.watchShell(sh)
 	return n.Machine.ToIf(node.Ready, "", node.Starting)
+}
+
+// freshShell starts the shell of a node whose last shell ended during a
+// call (n.lost), for the call about to run; the caller holds n.sem. It
+// returns the shell, or nil and the error that put the node in ERROR.
+func (n *Node) freshShell(ctx context.Context) (*shell, string, error) {
+	n.mu.Lock()
+	sh, lost := n.sh, n.lost
+	n.mu.Unlock()
+	if sh != nil || lost == "" || n.State() != node.Ready {
+		return sh, "", nil
+	}
+	sh, err := n.startShell(ctx)
+	if err != nil {
+		err = fmt.Errorf("starting a fresh shell (the last one ended: %s): %w", lost, err)
+		_ = n.Machine.ToIf(node.Error, err.Error(), node.Ready)
+		return nil, "", err
+	}
+	n.mu.Lock()
+	// Stop moves the node to STOPPING before it takes n.sh: a shell put
+	// here while READY is the one Stop closes.
+	if n.State() != node.Ready || n.sh != nil {
+		n.mu.Unlock()
+		_ = sh.close(context.WithoutCancel(ctx))
+		return nil, "", n.notReady()
+	}
+	n.sh, n.lost = sh, ""
+	n.watch.Add(1)
+	n.mu.Unlock()
+	n.env.Log().Info("bash: a fresh shell, the last one ended during a call", zap.Int("pid", sh.pid), zap.String("reason", lost))
+	go n.watchShell(sh)
+	return sh, lost, nil
 }
 
 func (n *Node) startShell(ctx context.Context) (*shell, error) {
@@ -145,13 +181,17 @@ func (n *Node) startShell(ctx context.Context) (*shell, error) {
 }
 
 // watchShell moves an idle node to ERROR when its shell dies between calls
-// (a call in flight does that itself).
+// (a call in flight that sees its shell end leaves the next call a fresh
+// one instead).
 func (n *Node) watchShell(sh *shell) {
 	defer n.watch.Done()
 	<-sh.exited
 	n.endMu.Lock()
 	defer n.endMu.Unlock()
-	if n.Machine.ToIf(node.Error, sh.deathReason(), node.Ready) == nil {
+	n.mu.Lock()
+	mine := n.sh == sh
+	n.mu.Unlock()
+	if mine && n.Machine.ToIf(node.Error, sh.deathReason(), node.Ready) == nil {
 		n.env.Log().Warn("bash shell ended while idle", zap.String("reason", sh.deathReason()))
 	}
 }
@@ -233,9 +273,10 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	}
 	defer func() { <-n.sem }()
 
-	n.mu.Lock()
-	sh := n.sh
-	n.mu.Unlock()
+	sh, fresh, err := n.freshShell(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// Interrupt must find the call from the moment it is BUSY.
 	intr := make(chan struct{}, 1)
 	n.mu.Lock()
@@ -267,19 +308,37 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	default:
 	}
 	if oc.died != "" && n.State() == node.Stopping {
-		oc.died = "the node was stopped"
+		oc.died = stoppedReason
 	} else if oc.died != "" {
+		// The command ended the shell (`exit 3`, `set -e`, `exec`) or
+		// it was killed: the call says so and the next call starts a
+		// fresh shell, rather than the node waiting in ERROR for a
+		// restart (issue 27).
 		n.env.Log().Warn("bash shell ended during a call", zap.String("reason", oc.died))
 		select {
 		case <-sh.exited:
 			oc.exit = sh.exitCode()
+			if t := trimExitEcho(oc.out, oc.exit); oc.total == int64(len(oc.out)) {
+				oc.out, oc.total = t, int64(len(t))
+			}
 		default:
 		}
-		_ = n.Machine.ToIf(node.Error, oc.died, node.Busy)
+		oc.ended = commandLine(a.Command)
+		n.mu.Lock()
+		if n.sh == sh {
+			n.sh, n.lost = nil, oc.died
+		}
+		n.mu.Unlock()
+		// What the dead shell left (its jobs, their escapees) ends with it.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpAfter)
+		_ = sh.close(cctx)
+		cancel()
+		_ = n.Machine.ToIf(node.Ready, "", node.Busy)
 	} else {
 		_ = n.Machine.ToIf(node.Ready, "", node.Busy)
 	}
 	n.endMu.Unlock()
+	oc.fresh = fresh
 	res := oc.result()
 	n.CallDone(err != nil || res.IsError)
 
@@ -300,7 +359,7 @@ func (n *Node) Info() node.Info {
 	prog, _ := n.shellPath()
 	cwd := n.spec.Cwd
 	n.mu.Lock()
-	sh := n.sh
+	sh, lost := n.sh, n.lost
 	n.mu.Unlock()
 	details := map[string]any{
 		"shell":      prog,
@@ -312,6 +371,8 @@ func (n *Node) Info() node.Info {
 		if live := childproc.LiveCwd(sh.pid); live != "" {
 			cwd = live
 		}
+	} else if lost != "" {
+		details["shell_ended"] = lost + "; the next call starts a fresh shell"
 	}
 	if cwd == "" {
 		cwd, _ = n.startDir()
