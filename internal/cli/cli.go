@@ -193,7 +193,7 @@ func ExitCode(stderr io.Writer, err error) int {
 
 // namesFix reports whether a usage error's message (in the shell's
 // syntax) already says what to type: a did-you-mean, an example, or a
-// command in backquotes after its start (`… — see `nerve call @fs ?“).
+// command in backquotes after its start ("… — see `nerve call @fs ?`").
 // The generic usage line after it would only bury it (issue 27).
 func namesFix(msg string) bool {
 	return strings.Contains(msg, "did you mean") || strings.Contains(msg, "e.g.") ||
