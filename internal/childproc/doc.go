@@ -6,7 +6,11 @@
 // starts), marked by an environment variable its descendants inherit, its
 // stderr kept in a ring of the last lines, and stopped in bounded steps:
 // close stdin, wait, SIGTERM to the group, wait, SIGKILL, sweep the group
-// and every marked process that left it (setsid, double fork).
+// and every marked process that left it (setsid, double fork). On Linux
+// each child is also born in a cgroup of its own where one can be made
+// (NERVE_CGROUP), killed whole at stop, so not even a process that cleared
+// its environment escapes; and AdoptOrphans makes the daemon the child
+// subreaper that reaps orphans and kills them when it stops.
 //
 // It holds the mechanism only; what the messages say and how long to wait
 // are the node kind's. Node kinds import it; it imports internal/lifeline

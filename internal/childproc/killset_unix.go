@@ -84,13 +84,15 @@ func (k *KillSet) Signal(sig syscall.Signal) {
 	}
 }
 
-// KillAll sends SIGKILL to everything the child started — its process
-// tree while it runs, the extra groups given (a shell's jobs), every
-// process that carries its marker after leaving the tree (setsid, double
-// fork) — and to the child's own group first. It repeats while it finds
-// some, as a process may fork while it is being killed. It does not count
-// as nerve signalling the child (see Signalled): Stop sweeps with it after
-// the child has exited.
+// KillAll sends SIGKILL to everything the child started — its cgroup,
+// where it has one (all of it, wherever a process went); its process tree
+// while it runs; the extra groups given (a shell's jobs); every process
+// that carries its marker after leaving the tree (setsid, double fork);
+// and, in a daemon that adopts orphans but has no cgroup, the adopted
+// processes that still hold one of the child's pipes — and to the child's
+// own group first. It repeats while it finds some, as a process may fork
+// while it is being killed. It does not count as nerve signalling the
+// child (see Signalled): Stop sweeps with it after the child has exited.
 func (p *Proc) KillAll(extraGroups ...int) {
 	for round := range 10 {
 		ks := NewKillSet(p.pid)
@@ -108,6 +110,9 @@ func (p *Proc) KillAll(extraGroups ...int) {
 			for _, d := range MarkerHolders(procs, p.marker) {
 				ks.Add(d)
 			}
+			if p.cg == nil || p.cg.Dir() == "" {
+				adoptedOf(ks, procs, p.links)
+			}
 		}
 		if round == 0 {
 			for _, g := range extraGroups {
@@ -117,6 +122,7 @@ func (p *Proc) KillAll(extraGroups ...int) {
 		// The child first: a shell must not see its command die and
 		// report that as the command's status.
 		killGroup(p.pid)
+		p.cg.kill()
 		ks.Signal(syscall.SIGKILL)
 		if ks.Empty() {
 			return

@@ -50,6 +50,13 @@ type Options struct {
 // MarkerVar names the environment variable of the default Marker.
 const MarkerVar = "NERVE_CHILD"
 
+// CgroupVar chooses how children are contained (Linux; read once per
+// process): "off" starts them in no cgroup, "v2" or "v1" allows only that
+// kind, anything else (unset, "auto") takes cgroup v2 where this process's
+// own cgroup can hold groups of nerve's, else a writable v1 freezer or pids
+// hierarchy, else none.
+const CgroupVar = "NERVE_CGROUP"
+
 // DefaultGrace is each wait of Stop when Options leave it zero.
 const DefaultGrace = time.Second
 
@@ -72,6 +79,10 @@ type Proc struct {
 	signalled  atomic.Bool        // nerve sent the group a signal
 	lifeline   *lifeline.Lifeline // nil if it could not be started
 	stopOnce   sync.Once
+	// cg is the child's cgroup (nil: none); links name the pipes it was
+	// given, which trace its orphans where there is no cgroup.
+	cg    *cgroup
+	links map[string]bool
 }
 
 // Start starts argv[0], looked up on the PATH of env (LookPath), with env
@@ -116,7 +127,6 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 		marker = MarkerVar + "=" + hex.EncodeToString(b[:])
 	}
 	env = append(env[:len(env):len(env)], marker)
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr(o.Setsid), ExtraFiles: o.ExtraFiles}
 	// The pipes made here: the child's ends, closed once it has its
 	// copies, and ours, closed if it does not start.
 	var theirs, ours []*os.File
@@ -143,10 +153,10 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 		stderrDone: make(chan struct{}),
 		exited:     make(chan struct{}),
 	}
-	var stderrR *os.File
-	if cmd.Stdin, p.Stdin, err = pipe(o.Stdin, true); err == nil {
-		if cmd.Stdout, p.Stdout, err = pipe(o.Stdout, false); err == nil {
-			cmd.Stderr, stderrR, err = pipe(o.Stderr, false)
+	var stdin, stdout, stderr, stderrR *os.File
+	if stdin, p.Stdin, err = pipe(o.Stdin, true); err == nil {
+		if stdout, p.Stdout, err = pipe(o.Stdout, false); err == nil {
+			stderr, stderrR, err = pipe(o.Stderr, false)
 		}
 	}
 	if err != nil {
@@ -154,22 +164,36 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 		closeAll(ours...)
 		return nil, fmt.Errorf("making pipes for %q: %w", argv[0], err)
 	}
-	err = startLocked(cmd, func() {
+	p.links = fileLinks(append([]*os.File{stdin, stdout, stderr}, o.ExtraFiles...)...)
+	mk := func() *exec.Cmd {
+		return &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr(o.Setsid),
+			Stdin: stdin, Stdout: stdout, Stderr: stderr, ExtraFiles: o.ExtraFiles}
+	}
+	// Held until the child and its lifeline are registered, so the
+	// daemon's reaper never takes them for orphans.
+	starting.RLock()
+	p.cg = newCgroup()
+	cmd, err := p.cg.start(mk, func(cmd *exec.Cmd) {
 		cmd.Wait()
+		unregister(cmd.Process.Pid)
 		p.state = cmd.ProcessState
 		close(p.exited)
 	})
 	closeAll(theirs...) // the child holds its own copies now
 	if err != nil {
+		starting.RUnlock()
 		closeAll(ours...)
 		return nil, &Error{Reason: StartFailed, Name: argv[0], Path: path, Err: err}
 	}
 	p.pid = cmd.Process.Pid
-	t := lifeline.Target{Group: p.pid, Marker: marker}
+	register(p.pid)
+	t := lifeline.Target{Group: p.pid, Marker: marker, Cgroup: p.cg.Dir()}
 	if o.Setsid {
 		t.Session = p.pid
 	}
 	p.lifeline = lifeline.Start(t)
+	register(p.lifeline.Pid())
+	starting.RUnlock()
 	if stderrR == nil {
 		close(p.stderrDone)
 		return p, nil
@@ -183,7 +207,9 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 }
 
 // startLocked starts cmd from a goroutine locked to its OS thread and runs
-// reap on that goroutine, unlocking only once the child is reaped.
+// reap on that goroutine, unlocking only once the child is reaped. enter
+// and leave, when set, run on that thread just before and after the fork
+// (a v1 cgroup is joined by thread); a failed enter fails the start.
 //
 // Pdeathsig fires when the *thread* that forked the child exits, not the
 // process. Go threads normally live as long as the process, but one is torn
@@ -191,19 +217,29 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 // may do that), and a child forked from it would be killed with the daemon
 // alive. A thread of our own, held for the child's lifetime, makes the
 // signal mean exactly "the daemon died". It costs one thread per child,
-// which cmd.Wait blocks anyway.
-func startLocked(cmd *exec.Cmd, reap func()) error {
+// which cmd.Wait blocks anyway. (A locked thread also never clones the
+// runtime's new threads, so one in a child's cgroup stays alone there.)
+func startLocked(cmd *exec.Cmd, enter func() error, leave func() error, reap func(*exec.Cmd)) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			// Exiting locked ends this thread; nothing depends on it.
+		if enter != nil {
+			if err := enter(); err != nil {
+				started <- err
+				return // exiting locked ends this thread
+			}
+		}
+		err := cmd.Start()
+		left := leave == nil || leave() == nil
+		started <- err
+		if err != nil {
 			return
 		}
-		started <- nil
-		reap()
-		runtime.UnlockOSThread()
+		reap(cmd)
+		if left {
+			// A thread that could not leave a child's cgroup ends here.
+			runtime.UnlockOSThread()
+		}
 	}()
 	return <-started
 }
@@ -280,6 +316,8 @@ func (p *Proc) Stop(ctx context.Context) {
 		// (found by the marker).
 		p.KillAll()
 		p.lifeline.Release()
+		unregister(p.lifeline.Pid())
+		p.cg.remove()
 	})
 	<-p.exited
 }

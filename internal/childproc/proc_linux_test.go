@@ -5,6 +5,7 @@ package childproc
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -33,10 +34,19 @@ func TestMain(m *testing.M) {
 // the grandchild's pid and waits.
 var withGrandchild = []string{"/bin/sh", "-c", "sleep 300 & echo $!; wait"}
 
-// runDaemonHelper starts withGrandchild, prints "pids CHILD GRANDCHILD
-// LIFELINE" and waits to be killed.
+// escapingChild leaves an escapee with an empty environment in a session
+// of its own, whose parent exits at once, and prints its pid.
+var escapingChild = []string{"/bin/sh", "-c", `(env -i setsid sh -c 'echo $$; exec sleep 300' &); exec sleep 300`}
+
+// runDaemonHelper starts withGrandchild (escapingChild when the helper
+// variable says "escape"), prints "pids CHILD GRANDCHILD LIFELINE" and
+// waits to be killed.
 func runDaemonHelper() {
-	p, err := Start(withGrandchild, os.Environ(), "", nil)
+	argv := withGrandchild
+	if os.Getenv(helperEnv) == "escape" {
+		argv = escapingChild
+	}
+	p, err := Start(argv, os.Environ(), "", nil)
 	if err != nil {
 		fmt.Println("error", err)
 		os.Exit(1)
@@ -220,15 +230,42 @@ func TestStderrTail(t *testing.T) {
 // the daemon would be): Pdeathsig ends the child, the lifeline its
 // grandchild, and the lifeline then exits.
 func TestDaemonKilledLeavesNoChild(t *testing.T) {
-	cmd, line, err := testutil.StartHelper(t, helperEnv+"=1")
+	testDaemonKilled(t, "1")
+}
+
+// TestDaemonKilledLeavesNoEscapee: where the child has a cgroup, the
+// lifeline of a SIGKILLed daemon kills the whole group, an escapee that
+// cleared its environment and left the session and tree included.
+func TestDaemonKilledLeavesNoEscapee(t *testing.T) {
+	for _, cg := range []string{"v2", "v1"} {
+		t.Run(cg, func(t *testing.T) {
+			if c, why := setupCgroups(cg); c == nil {
+				testutil.RequireE2E(t, "a writable cgroup hierarchy", errors.New(why))
+			} else {
+				os.Remove(c.dir)
+			}
+			testDaemonKilled(t, "escape", CgroupVar+"="+cg)
+		})
+	}
+}
+
+func testDaemonKilled(t *testing.T, mode string, env ...string) {
+	cmd, line, err := testutil.StartHelper(t, append(env, helperEnv+"="+mode)...)
 	var child, kid, lifeline int
 	if _, serr := fmt.Sscanf(line, "pids %d %d %d", &child, &kid, &lifeline); err != nil || serr != nil || child == 0 || kid == 0 || lifeline == 0 {
 		t.Fatalf("helper said %q (%v, %v)", line, err, serr)
 	}
-	t.Cleanup(func() { syscall.Kill(-child, syscall.SIGKILL) })
+	t.Cleanup(func() { syscall.Kill(-child, syscall.SIGKILL); syscall.Kill(kid, syscall.SIGKILL) })
 	for _, pid := range []int{child, kid, lifeline} {
 		if !testutil.ProcessAlive(pid) {
 			t.Fatalf("process %d is not running before the kill", pid)
+		}
+	}
+	if mode == "escape" {
+		sid, _ := unix.Getsid(kid)
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", kid))
+		if sid != kid || strings.Contains(string(env), MarkerVar) {
+			t.Fatalf("the escapee %d is in session %d with environment %q; want a session of its own, no marker", kid, sid, env)
 		}
 	}
 	cmd.Process.Signal(syscall.SIGKILL)

@@ -40,3 +40,6 @@ func MarkerHolders([]ProcInfo, string) []ProcInfo { return nil }
 
 // LiveCwd is unknown here.
 func LiveCwd(int) string { return "" }
+
+// adoptedOf: there is no subreaper here.
+func adoptedOf(*KillSet, []ProcInfo, map[string]bool) {}

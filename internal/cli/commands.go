@@ -34,6 +34,7 @@ Examples:
 			envCmd(), // env.go
 			daemonCmd(),
 			logCmd(),
+			uiCmd(), // ui.go
 			{
 				Name:    "version",
 				Summary: "print nerve's version",

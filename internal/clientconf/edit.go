@@ -46,6 +46,9 @@ func SetEntry(path string, data []byte, key, name string, entry any, remove []st
 		}
 		return append(v.Pack(), '\n'), nil
 	}
+	if err := checkDepth(data); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	root, err := hujson.Parse(data)
 	if err != nil {
 		return nil, syntaxError(path, err)
@@ -262,4 +265,27 @@ func indentUnit(data []byte) string {
 		}
 	}
 	return "  "
+}
+
+// maxBrackets bounds the brackets of a file that is not plain JSON before
+// hujson reads it: hujson recurses once per level with no limit of its
+// own, and a million levels overflow the stack, which kills the process
+// (internal/mcpconf reads configs under the same bound). Plain JSON is
+// held to encoding/json's 10000 levels.
+const maxBrackets = 10000
+
+// checkDepth refuses a file hujson could not read without overflowing
+// the stack.
+func checkDepth(data []byte) error {
+	err := json.Unmarshal(data, new(json.RawMessage))
+	if err == nil {
+		return nil
+	}
+	if strings.Contains(err.Error(), "exceeded max depth") {
+		return fmt.Errorf("the JSON nests more than 10000 deep; a client config nests a few levels: %w", err)
+	}
+	if bytes.Count(data, []byte("{"))+bytes.Count(data, []byte("[")) > maxBrackets {
+		return fmt.Errorf("not plain JSON (%v), and files with comments or trailing commas are read up to %d brackets", err, maxBrackets)
+	}
+	return nil
 }

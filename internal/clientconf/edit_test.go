@@ -142,3 +142,20 @@ func mustRead(t *testing.T, data []byte, key string) *Servers {
 	}
 	return cfg
 }
+
+// TestSetEntryDeepFile: a file nested far past any real config is refused
+// with a message, not read until the stack overflows (which ends the
+// process: found by review, 2M levels).
+func TestSetEntryDeepFile(t *testing.T) {
+	for _, tc := range []struct{ name, data string }{
+		{"plain", `{"a":` + strings.Repeat("[", 2_000_000) + strings.Repeat("]", 2_000_000) + `}`},
+		{"jsonc", "// c\n{\"a\":" + strings.Repeat("[", 2_000_000) + strings.Repeat("]", 2_000_000) + `}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := SetEntry("deep.json", []byte(tc.data), "mcpServers", "nerve", map[string]any{"command": "nerve"}, nil)
+			if err == nil || !strings.Contains(err.Error(), "deep.json") {
+				t.Fatalf("SetEntry = %v, want an error naming the file", err)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/paths"
 )
 
@@ -52,6 +53,9 @@ func Run(ctx context.Context, opts Options, ready func()) error {
 		return err
 	}
 	defer unlock()
+	// Orphans of every node are the daemon's (subreaper), and those still
+	// running when it stops die with it, after the nodes (childproc).
+	defer childproc.AdoptOrphans()()
 	ln, err := listen(ctx, p)
 	if err != nil {
 		return err
@@ -75,7 +79,7 @@ func Run(ctx context.Context, opts Options, ready func()) error {
 	if err := d.Restore(ctx); err != nil {
 		log.Error("restoring sessions", zap.Error(err))
 	}
-	log.Info("daemon ready", zap.String("socket", p.Socket), zap.Int("pid", os.Getpid()), zap.String("version", opts.Version))
+	log.Info("daemon ready", zap.String("socket", p.Socket), zap.Int("pid", os.Getpid()), zap.String("version", opts.Version), zap.String("containment", childproc.Containment()))
 	if ready != nil {
 		ready()
 	}

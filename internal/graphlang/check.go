@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/argcheck"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -136,7 +137,7 @@ func checkArgs(s *Step, t *mcp.Tool) error {
 		if err != nil {
 			return err
 		}
-		return node.ValidateArguments(t, b)
+		return argcheck.Validate(t, b)
 	}
 	schema, _ := toMap(t.InputSchema)
 	props, _ := schema["properties"].(map[string]any)

@@ -20,4 +20,8 @@ type Target struct {
 	// environment holds it is killed (Linux: /proc/PID/environ). It catches
 	// processes that left the group and session (setsid, double fork).
 	Marker string
+	// Cgroup is the folder of the child's cgroup (Linux): every process
+	// in it is killed (cgroup.kill, else SIGKILL to each until it is
+	// empty), wherever in the process tree it went.
+	Cgroup string
 }

@@ -9,9 +9,20 @@ import (
 	"syscall"
 )
 
-// script runs with $1 = group, $2 = session, $3 = marker. `read x` succeeds
-// only when the daemon wrote a line (Release); EOF means it died.
+// script runs with $1 = group, $2 = session, $3 = marker, $4 = cgroup.
+// `read x` succeeds only when the daemon wrote a line (Release); EOF means
+// it died.
 const script = `read x && exit 0
+if [ -n "$4" ]; then
+  if ! { echo 1 > "$4/cgroup.kill"; } 2>/dev/null; then
+    { echo 0 > "$4/pids.max"; } 2>/dev/null
+    for i in 1 2 3 4 5 6 7 8 9 10; do
+      p=$(cat "$4/cgroup.procs" 2>/dev/null)
+      [ -z "$p" ] && break
+      kill -9 $p 2>/dev/null
+    done
+  fi
+fi
 [ "$1" -gt 1 ] && kill -9 -"$1" 2>/dev/null
 if [ "$2" -gt 1 ]; then pkill -KILL -s "$2" 2>/dev/null || kill -9 -"$2" 2>/dev/null; fi
 if [ -n "$3" ]; then
@@ -37,7 +48,7 @@ func Start(t Target) *Lifeline {
 		return nil
 	}
 	cmd := exec.Command("/bin/sh", "-c", script, "nerve-lifeline",
-		strconv.Itoa(t.Group), strconv.Itoa(t.Session), t.Marker)
+		strconv.Itoa(t.Group), strconv.Itoa(t.Session), t.Marker, t.Cgroup)
 	cmd.Stdin = r
 	// Its own group: stopping the child's group must not end the lifeline.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -8,7 +8,11 @@
 // them when a server is started. Server.Spec turns a server into the
 // node.Spec of an "mcp" node, whose kind-specific settings are Options.
 //
-// It sits in layer 2: it imports only pkg/node, internal/suggest and the
-// standard library, and
-// is imported by the mcp node kind, the session and the command line.
+// A config is read by encoding/json and github.com/tailscale/hujson (VS
+// Code's comments and trailing commas, the byte offset of every value), so
+// every error and warning names a line and column (position.go).
+//
+// It sits in layer 2: it imports only pkg/node, internal/suggest, hujson
+// and the standard library, and is imported by the mcp node kind, the
+// session and the command line.
 package mcpconf

@@ -90,18 +90,17 @@ const MaxConfigSize = 64 << 20
 // others.
 func Parse(path string, data []byte) (*Config, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a BOM from Windows editors
-	f := &file{path: path, data: stripJSONC(data), orig: data}
+	f := &file{path: path, data: data}
 	if len(bytes.TrimSpace(f.data)) == 0 {
-		return nil, fmt.Errorf("%s: the file is empty: write {\"mcpServers\": {}} and add servers to it", path)
+		return nil, f.emptyError()
 	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(f.data, &raw); err != nil {
-		return nil, f.syntaxError(err)
+	root, err := f.read()
+	if err != nil {
+		return nil, err
 	}
-	root := value{raw: raw, off: skipSpace(f.data, 0, "")}
 	p := &parser{f: f, cfg: &Config{Path: path}, seen: map[string]int{}}
 	if root.kind() != "object" {
-		return nil, f.errorf(root.off, "expected an object with \"mcpServers\" or \"servers\", found %s", root.kind())
+		return nil, f.errorf(root.off(), "expected an object with \"mcpServers\" or \"servers\", found %s", root.kind())
 	}
 	if !p.root(root, true) {
 		return nil, fmt.Errorf("%s: no servers found: expected a top-level \"mcpServers\" or \"servers\" object%s", path, p.hint)
@@ -151,13 +150,8 @@ func (p *parser) warn(off int, format string, args ...any) {
 // reports whether it held servers. Other top-level keys are ignored without
 // a warning: Claude Desktop and VS Code keep unrelated settings there.
 func (p *parser) root(v value, top bool) bool {
-	ms, err := members(v)
-	if err != nil {
-		p.errs = append(p.errs, p.f.errorf(v.off, "%v", err))
-		return true
-	}
 	found := false
-	for _, m := range ms {
+	for _, m := range members(v) {
 		switch m.key {
 		case "mcpServers", "servers":
 			found = true
@@ -168,7 +162,7 @@ func (p *parser) root(v value, top bool) bool {
 				p.serverList(m.val)
 			case m.val.isNull():
 			default:
-				p.errs = append(p.errs, p.f.errorf(m.val.off, "%q must be an object mapping server names to servers, got %s", m.key, m.val.kind()))
+				p.errs = append(p.errs, p.f.errorf(m.val.off(), "%q must be an object mapping server names to servers, got %s", m.key, m.val.kind()))
 			}
 		case "inputs":
 			p.warn(m.keyOff, "\"inputs\" are not supported: nerve does not prompt for ${input:...} values; set environment variables and write ${NAME} instead")
@@ -186,46 +180,30 @@ func (p *parser) root(v value, top bool) bool {
 }
 
 func (p *parser) serverMap(v value) {
-	ms, err := members(v)
-	if err != nil {
-		p.errs = append(p.errs, p.f.errorf(v.off, "%v", err))
-		return
-	}
-	for _, m := range ms {
+	for _, m := range members(v) {
 		p.server(m.key, m.keyOff, m.val, false)
 	}
 }
 
 // serverList reads the array form: [{"name": "fs", "command": [...]}, ...].
 func (p *parser) serverList(v value) {
-	items, err := elements(v)
-	if err != nil {
-		p.errs = append(p.errs, p.f.errorf(v.off, "%v", err))
-		return
-	}
-	for i, it := range items {
+	for i, it := range elements(v) {
 		if it.kind() != "object" {
-			p.errs = append(p.errs, p.f.errorf(it.off, "server %d of \"servers\" must be an object, got %s", i+1, it.kind()))
+			p.errs = append(p.errs, p.f.errorf(it.off(), "server %d of \"servers\" must be an object, got %s", i+1, it.kind()))
 			continue
 		}
-		ms, err := members(it)
-		if err != nil {
-			p.errs = append(p.errs, p.f.errorf(it.off, "%v", err))
-			continue
-		}
+		ms := members(it)
 		n := slices.IndexFunc(ms, func(m member) bool { return m.key == "name" })
 		if n < 0 {
-			p.errs = append(p.errs, p.f.errorf(it.off, "server %d of \"servers\" has no \"name\": add \"name\": \"...\"", i+1))
+			p.errs = append(p.errs, p.f.errorf(it.off(), "server %d of \"servers\" has no \"name\": add \"name\": \"...\"", i+1))
 			continue
 		}
 		nv := ms[n].val
 		if nv.kind() != "string" {
-			p.errs = append(p.errs, p.f.errorf(nv.off, "\"name\" of a server must be a string, got %s", nv.describe()))
+			p.errs = append(p.errs, p.f.errorf(nv.off(), "\"name\" of a server must be a string, got %s", nv.describe()))
 			continue
 		}
-		var name string
-		_ = json.Unmarshal(nv.raw, &name) // a valid JSON string
-		p.server(name, nv.off, it, true)
+		p.server(nv.str(), nv.off(), it, true)
 	}
 }
 
@@ -252,12 +230,8 @@ var posPrefix = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile
 // disabledServer reports whether server object v says it is off:
 // "disabled": true, or "enabled": false.
 func disabledServer(v value) bool {
-	ms, err := members(v)
-	if err != nil {
-		return false
-	}
-	for _, m := range ms {
-		if (m.key == "disabled" && string(m.val.raw) == "true") || (m.key == "enabled" && string(m.val.raw) == "false") {
+	for _, m := range members(v) {
+		if (m.key == "disabled" && string(m.val.raw()) == "true") || (m.key == "enabled" && string(m.val.raw()) == "false") {
 			return true
 		}
 	}
@@ -284,15 +258,11 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 	}
 	p.seen[name] = nameOff
 	if v.kind() != "object" {
-		return f.errorf(v.off, "server %q must be an object, got %s", name, v.kind())
-	}
-	ms, err := members(v)
-	if err != nil {
-		return f.errorf(v.off, "%v", err)
+		return f.errorf(v.off(), "server %q must be an object, got %s", name, v.kind())
 	}
 	r := &serverReader{p: p, f: f, name: name, nameOff: nameOff, inList: inList,
 		s: Server{Name: name}, present: map[string]int{}}
-	for _, m := range ms {
+	for _, m := range members(v) {
 		if m.val.isNull() { // null means "not set" in every format
 			continue
 		}
@@ -390,9 +360,9 @@ func (r *serverReader) member(m member) error {
 func (r *serverReader) readType(m member) error {
 	t, err := r.str(m, false)
 	if err == nil && r.typKey != "" && !strings.EqualFold(t, r.typ) {
-		err = r.f.errorf(m.val.off, "server %q: %q %q disagrees with %q %q: keep one of them", r.name, m.key, t, r.typKey, r.typ)
+		err = r.f.errorf(m.val.off(), "server %q: %q %q disagrees with %q %q: keep one of them", r.name, m.key, t, r.typKey, r.typ)
 	}
-	r.typ, r.typAt, r.typKey = t, m.val.off, m.key
+	r.typ, r.typAt, r.typKey = t, m.val.off(), m.key
 	return err
 }
 
@@ -410,26 +380,25 @@ func (r *serverReader) readCommand(m member) error {
 		err = r.bad(m, "a string or a list of strings", m.val)
 	}
 	if err == nil && (len(r.cmd) == 0 || r.cmd[0] == "") {
-		err = r.f.errorf(m.val.off, "server %q: \"command\" is empty: name the program to run, e.g. \"npx\"", r.name)
+		err = r.f.errorf(m.val.off(), "server %q: \"command\" is empty: name the program to run, e.g. \"npx\"", r.name)
 	}
 	return err
 }
 
 // bad says what a member should have been.
 func (r *serverReader) bad(m member, want string, got value) error {
-	return r.f.errorf(got.off, "server %q: %q must be %s, got %s", r.name, m.key, want, got.describe())
+	return r.f.errorf(got.off(), "server %q: %q must be %s, got %s", r.name, m.key, want, got.describe())
 }
 
 // str decodes a string member; expandable ones are checked for ${VAR}
 // references once the server is read.
 func (r *serverReader) str(m member, expandable bool) (string, error) {
-	var out string
 	if m.val.kind() != "string" {
 		return "", r.bad(m, "a string", m.val)
 	}
-	_ = json.Unmarshal(m.val.raw, &out)
+	out := m.val.str()
 	if expandable {
-		r.fields = append(r.fields, field{label: m.key, s: out, off: m.val.off})
+		r.fields = append(r.fields, field{label: m.key, s: out, off: m.val.off()})
 	}
 	return out, nil
 }
@@ -439,17 +408,14 @@ func (r *serverReader) strList(m member, label string) ([]string, error) {
 	if m.val.kind() != "array" {
 		return nil, r.bad(m, "a list of strings", m.val)
 	}
-	items, err := elements(m.val)
-	if err != nil {
-		return nil, r.f.errorf(m.val.off, "%v", err)
-	}
+	items := elements(m.val)
 	out := make([]string, len(items))
 	for i, it := range items {
 		if it.kind() != "string" {
-			return nil, r.f.errorf(it.off, "server %q: %q must be a list of strings, got %s at index %d", r.name, m.key, it.describe(), i)
+			return nil, r.f.errorf(it.off(), "server %q: %q must be a list of strings, got %s at index %d", r.name, m.key, it.describe(), i)
 		}
-		_ = json.Unmarshal(it.raw, &out[i])
-		r.fields = append(r.fields, field{label: fmt.Sprintf("%s[%d]", label, i), s: out[i], off: it.off})
+		out[i] = it.str()
+		r.fields = append(r.fields, field{label: fmt.Sprintf("%s[%d]", label, i), s: out[i], off: it.off()})
 	}
 	return out, nil
 }
@@ -459,34 +425,28 @@ func (r *serverReader) strMap(m member) (map[string]string, error) {
 	if m.val.kind() != "object" {
 		return nil, r.bad(m, "an object of strings", m.val)
 	}
-	kvs, err := members(m.val)
-	if err != nil {
-		return nil, r.f.errorf(m.val.off, "%v", err)
-	}
+	kvs := members(m.val)
 	out := make(map[string]string, len(kvs))
 	for _, kv := range kvs {
 		if kv.val.kind() != "string" {
 			hint := ""
 			if k := kv.val.kind(); k == "number" || k == "boolean" {
-				hint = fmt.Sprintf(" (write \"%s\": \"%s\")", kv.key, kv.val.raw)
+				hint = fmt.Sprintf(" (write \"%s\": \"%s\")", kv.key, kv.val.raw())
 			}
-			return nil, r.f.errorf(kv.val.off, "server %q: %q value of %q must be a string, got %s%s", r.name, m.key, kv.key, kv.val.describe(), hint)
+			return nil, r.f.errorf(kv.val.off(), "server %q: %q value of %q must be a string, got %s%s", r.name, m.key, kv.key, kv.val.describe(), hint)
 		}
-		var sv string
-		_ = json.Unmarshal(kv.val.raw, &sv)
+		sv := kv.val.str()
 		out[kv.key] = sv
-		r.fields = append(r.fields, field{label: fmt.Sprintf("%s.%s", m.key, kv.key), s: sv, off: kv.val.off})
+		r.fields = append(r.fields, field{label: fmt.Sprintf("%s.%s", m.key, kv.key), s: sv, off: kv.val.off()})
 	}
 	return out, nil
 }
 
 func (r *serverReader) boolean(m member) (bool, error) {
-	var b bool
 	if m.val.kind() != "boolean" {
 		return false, r.bad(m, "true or false", m.val)
 	}
-	_ = json.Unmarshal(m.val.raw, &b)
-	return b, nil
+	return string(m.val.raw()) == "true", nil
 }
 
 // duration decodes a duration ("30s") or a number of seconds; example is
@@ -496,11 +456,11 @@ func (r *serverReader) duration(m member, example string) (time.Duration, error)
 	if m.val.kind() != "string" && m.val.kind() != "number" {
 		return 0, r.bad(m, "a duration like \""+example+"\" or a number of seconds", m.val)
 	}
-	if err := json.Unmarshal(m.val.raw, &d); err != nil {
-		return 0, r.f.errorf(m.val.off, "server %q: %q: %v", r.name, m.key, err)
+	if err := json.Unmarshal(m.val.raw(), &d); err != nil {
+		return 0, r.f.errorf(m.val.off(), "server %q: %q: %v", r.name, m.key, err)
 	}
 	if d < 0 {
-		return 0, r.f.errorf(m.val.off, "server %q: %q must not be negative, got %s", r.name, m.key, m.val.raw)
+		return 0, r.f.errorf(m.val.off(), "server %q: %q must not be negative, got %s", r.name, m.key, m.val.raw())
 	}
 	return time.Duration(d), nil
 }

@@ -199,6 +199,29 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
+// BenchmarkParseClaudeCode reads a 5 MB ~/.claude.json: Claude Code keeps
+// every project's history beside its servers, and `nerve mcp import` and
+// `nerve mcp connect claude-code` read the whole file.
+func BenchmarkParseClaudeCode(b *testing.B) {
+	var doc strings.Builder
+	doc.WriteString(`{"mcpServers": {"a": {"command": "x"}}, "projects": {`)
+	for i := range 20000 {
+		if i > 0 {
+			doc.WriteString(",")
+		}
+		fmt.Fprintf(&doc, `"/home/u/p%d": {"history": [{"display": "some prompt text that is long enough to be realistic %d", "pastedContents": {}}, {"display": "another one with \"quotes\" and \\n escapes", "x": 1.5e3, "y": true, "z": null}], "allowedTools": ["a","b"]}`, i, i)
+	}
+	doc.WriteString("}}")
+	data := []byte(doc.String())
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(".claude.json", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // FuzzParse checks that no input makes Parse panic, that every error names
 // the file, and that what parses is consistent.
 func FuzzParse(f *testing.F) {

@@ -10,4 +10,14 @@
 // *session.Session (the daemon's streamable HTTP endpoint, see
 // NewHTTPHandler, and the daemon's stdio connections that `nerve mcp
 // serve` relays). Only internal/daemon and internal/cli import it.
+//
+// One file per operation: server.go (Options, Server, Run and Sync, the
+// method middleware), setup.go (serverInfo, capabilities, instructions),
+// tools.go (tools/list and tools/call), features.go (the resources,
+// templates and prompts of mcp nodes served), resources.go, prompts.go,
+// completion.go, subscribe.go (resources/subscribe and updates),
+// logging.go (logging/setLevel), relay.go (sampling and elicitation
+// passed to a client), discover.go and manage.go (the discovery and
+// management tools), expose.go (the exposure filters), http*.go and
+// limit*.go (the HTTP endpoint).
 package mcpserver

@@ -127,16 +127,7 @@ func (h *HTTPHandler) Close() {
 }
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// A refused request ends its connection: without the token nobody
-	// may keep one open (issue 22, item 4).
-	if !loopbackHost(r.Host) {
-		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("forbidden: Host %q is not this machine's loopback address (DNS-rebinding protection); connect to http://127.0.0.1:PORT", r.Host), http.StatusForbidden)
-		return
-	}
-	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
-		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("forbidden: Origin %q: web pages may not use nerve's MCP endpoint", o), http.StatusForbidden)
+	if refuseForeign(w, r) {
 		return
 	}
 	if !h.authorized(r) {
@@ -176,6 +167,26 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if created := srv.uses.serve(srv.h, w, r); created != "" {
 		h.reapSessions() // a new session may pass MaxSessions
 	}
+}
+
+// refuseForeign answers 403 to a request for another Host than this
+// machine's loopback address (DNS rebinding) or from a web page of
+// another origin, and reports whether it did. Every request to the
+// endpoint's listener passes it, the mounts' too (mount.go).
+func refuseForeign(w http.ResponseWriter, r *http.Request) bool {
+	// A refused request ends its connection: without the token nobody
+	// may keep one open (issue 22, item 4).
+	if !loopbackHost(r.Host) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("forbidden: Host %q is not this machine's loopback address (DNS-rebinding protection); connect to http://127.0.0.1:PORT", r.Host), http.StatusForbidden)
+		return true
+	}
+	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("forbidden: Origin %q: web pages may not use nerve's MCP endpoint", o), http.StatusForbidden)
+		return true
+	}
+	return false
 }
 
 func (h *HTTPHandler) authorized(r *http.Request) bool {

@@ -1,7 +1,6 @@
 package node_test
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,23 +22,6 @@ func ExampleNewToolset() {
 	// gh.repo.list gh__repo_list_62ef43bec9
 	// gh.repo_list gh__repo_list_5007e9e660
 	// fs read_file
-}
-
-func ExampleNewArgSchema() {
-	tool := &mcp.Tool{Name: "read_file", InputSchema: json.RawMessage(`{
-		"type": "object",
-		"properties": {"path": {"type": "string", "description": "the file to read"}},
-		"required": ["path"],
-		"additionalProperties": false
-	}`)}
-	args := node.NewArgSchema(tool) // once per tool: keep it beside the tool
-	fmt.Println(args.Validate(json.RawMessage(`{"path": "/tmp/a"}`)))
-	fmt.Println(args.Validate(json.RawMessage(`{"pth": "/tmp/a"}`)))
-	fmt.Println(args.Validate(json.RawMessage(`{"path": 3}`)))
-	// Output:
-	// <nil>
-	// invalid arguments: unknown argument "pth" (did you mean "path"?); missing required argument "path" (string: the file to read)
-	// invalid arguments: argument "path": expected string, got number
 }
 
 func ExampleResultText() {

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/argcheck"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -111,14 +112,14 @@ type entry struct {
 type cachedTool struct {
 	tool *mcp.Tool
 	once sync.Once
-	args *node.ArgSchema
+	args *argcheck.Schema
 }
 
-// argSchema returns the tool's ArgSchema, reading it on first use; a
+// argSchema returns the tool's argcheck.Schema, reading it on first use; a
 // schema the library cannot use is logged then, once per listing.
-func (s *Session) argSchema(id string, t *cachedTool) *node.ArgSchema {
+func (s *Session) argSchema(id string, t *cachedTool) *argcheck.Schema {
 	t.once.Do(func() {
-		t.args = node.NewArgSchema(t.tool)
+		t.args = argcheck.New(t.tool)
 		if err := t.args.Unresolved(); err != nil {
 			s.log.Warn("checking only the basic shape of a tool's arguments",
 				zap.String("node", id), zap.String("tool", t.tool.Name), zap.Error(err))

@@ -5,6 +5,7 @@
 package all
 
 import (
+	"github.com/nerve-dev/nerve/internal/childproc"
 	"github.com/nerve-dev/nerve/internal/kindcli"
 	"github.com/nerve-dev/nerve/internal/nodes/bash"
 	"github.com/nerve-dev/nerve/internal/nodes/claude"
@@ -43,7 +44,7 @@ func CLI() []*kindcli.Kind {
 
 // Cleanups are run by the daemon on each session's folder at start: they
 // remove what the nodes of a killed daemon left behind (claude nodes'
-// config files).
+// config files, the cgroups of every kind's processes).
 func Cleanups() []func(dir string) error {
-	return []func(string) error{claude.CleanupStale}
+	return []func(string) error{claude.CleanupStale, childproc.SweepStale}
 }

@@ -1,4 +1,4 @@
-package node
+package argcheck
 
 import (
 	"encoding/json"
@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // FuzzValidateArguments (issue 21, item 5): any schema a server sends and
-// any arguments a model writes are checked or refused with ErrBadArgs and
-// a message of bounded size; nothing panics or hangs, and accepted
+// any arguments a model writes are checked or refused with ErrBadArgs and a
+// message of bounded size; nothing panics or hangs, and accepted
 // arguments are a JSON object.
 func FuzzValidateArguments(f *testing.F) {
 	f.Add(editSchema, `{"path": "a", "edits": [{"oldText": "x", "newText": "y"}]}`)
@@ -27,7 +29,7 @@ func FuzzValidateArguments(f *testing.F) {
 		if !json.Valid([]byte(schema)) {
 			tool.InputSchema = nil
 		}
-		a := NewArgSchema(tool)
+		a := New(tool)
 		err := a.Validate(json.RawMessage(args))
 		// The flat check only ever accepts what the library accepts.
 		var v any
@@ -37,7 +39,7 @@ func FuzzValidateArguments(f *testing.F) {
 			}
 		}
 		if err != nil {
-			if !errors.Is(err, ErrBadArgs) {
+			if !errors.Is(err, api.ErrBadArgs) {
 				t.Fatalf("schema %q, args %q: %v does not wrap ErrBadArgs", schema, args, err)
 			}
 			if n := len(err.Error()); n > maxMessage {
@@ -81,7 +83,7 @@ func FuzzValidateDeep(f *testing.F) {
 			inner = "{}"
 		}
 		args := `{"` + key + `": ` + strings.Repeat(open, d) + inner + strings.Repeat(close, d) + "}"
-		err := ValidateArguments(tool, json.RawMessage(args))
+		err := Validate(tool, json.RawMessage(args))
 		switch {
 		case d+2 > 1000:
 			if err == nil || !strings.Contains(err.Error(), "arguments nest deeper than 1000 levels") {
@@ -90,7 +92,7 @@ func FuzzValidateDeep(f *testing.F) {
 		case err != nil:
 			t.Fatalf("arguments nesting %d deep: %v", d+2, err)
 		}
-		if err != nil && !errors.Is(err, ErrBadArgs) {
+		if err != nil && !errors.Is(err, api.ErrBadArgs) {
 			t.Fatalf("%v does not wrap ErrBadArgs", err)
 		}
 	})
@@ -110,18 +112,18 @@ func TestSelfReferringSchemaIsNotFollowed(t *testing.T) {
 		`{"type":"object","$defs":{"A":{"$ref":"#/$defs/B"},"B":{"oneOf":[{"$ref":"#/$defs/A"}]}},"properties":{"x":{"$ref":"#/$defs/A"}}}`,
 	} {
 		tool := &mcp.Tool{Name: "t", InputSchema: json.RawMessage(schema)}
-		if err := ValidateArguments(tool, json.RawMessage(`{"x": "s"}`)); err != nil {
+		if err := Validate(tool, json.RawMessage(`{"x": "s"}`)); err != nil {
 			t.Errorf("%s: %v", schema, err)
 		}
-		if err := ValidateArguments(tool, json.RawMessage(`[1]`)); !errors.Is(err, ErrBadArgs) {
+		if err := Validate(tool, json.RawMessage(`[1]`)); !errors.Is(err, api.ErrBadArgs) {
 			t.Errorf("%s: an array was not refused: %v", schema, err)
 		}
 	}
 	tree := &mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object","$defs":{"n":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/n"}}}}},"properties":{"root":{"$ref":"#/$defs/n"}}}`)}
-	if err := ValidateArguments(tree, json.RawMessage(`{"root": {"kids": [{"kids": []}]}}`)); err != nil {
+	if err := Validate(tree, json.RawMessage(`{"root": {"kids": [{"kids": []}]}}`)); err != nil {
 		t.Errorf("a recursive tree schema: %v", err)
 	}
-	if err := ValidateArguments(tree, json.RawMessage(`{"root": {"kids": [{"kids": 3}]}}`)); !errors.Is(err, ErrBadArgs) {
+	if err := Validate(tree, json.RawMessage(`{"root": {"kids": [{"kids": 3}]}}`)); !errors.Is(err, api.ErrBadArgs) {
 		t.Errorf("a recursive tree schema accepted a wrong value: %v", err)
 	}
 }

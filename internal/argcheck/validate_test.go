@@ -1,4 +1,4 @@
-package node
+package argcheck
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
 // readFileSchema is what a client sees for server-filesystem's read_file.
@@ -142,21 +144,21 @@ func TestValidateArguments(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := ValidateArguments(clientTool(t, tt.schema), json.RawMessage(tt.args))
+			err := Validate(clientTool(t, tt.schema), json.RawMessage(tt.args))
 			if tt.want == "" {
 				if err != nil {
-					t.Fatalf("ValidateArguments(%s) = %v, want nil", tt.args, err)
+					t.Fatalf("Validate(%s) = %v, want nil", tt.args, err)
 				}
 				return
 			}
 			if err == nil {
-				t.Fatalf("ValidateArguments(%s) = nil, want %q", tt.args, tt.want)
+				t.Fatalf("Validate(%s) = nil, want %q", tt.args, tt.want)
 			}
-			if !errors.Is(err, ErrBadArgs) {
+			if !errors.Is(err, api.ErrBadArgs) {
 				t.Errorf("error %v does not wrap ErrBadArgs", err)
 			}
 			if got := strings.TrimPrefix(err.Error(), "invalid arguments: "); got != tt.want {
-				t.Errorf("ValidateArguments(%s)\n got: %s\nwant: %s", tt.args, got, tt.want)
+				t.Errorf("Validate(%s)\n got: %s\nwant: %s", tt.args, got, tt.want)
 			}
 		})
 	}
@@ -178,24 +180,24 @@ func TestValidateSchemaForms(t *testing.T) {
 	}
 	for name, schema := range forms {
 		tool := &mcp.Tool{Name: "read_file", InputSchema: schema}
-		if err := ValidateArguments(tool, json.RawMessage(`{"path": "/a"}`)); err != nil {
+		if err := Validate(tool, json.RawMessage(`{"path": "/a"}`)); err != nil {
 			t.Errorf("%s: valid arguments rejected: %v", name, err)
 		}
-		err := ValidateArguments(tool, json.RawMessage(`{}`))
+		err := Validate(tool, json.RawMessage(`{}`))
 		if err == nil || !strings.Contains(err.Error(), `missing required argument "path"`) {
 			t.Errorf("%s: missing path: got %v", name, err)
 		}
 	}
 	for _, schema := range []any{nil, json.RawMessage(nil), json.RawMessage("null")} {
 		tool := &mcp.Tool{Name: "t", InputSchema: schema}
-		if err := ValidateArguments(tool, json.RawMessage(`{"x": 1}`)); err != nil {
+		if err := Validate(tool, json.RawMessage(`{"x": 1}`)); err != nil {
 			t.Errorf("schema %v: %v", schema, err)
 		}
-		if err := ValidateArguments(tool, json.RawMessage(`1`)); err == nil {
+		if err := Validate(tool, json.RawMessage(`1`)); err == nil {
 			t.Errorf("schema %v: a number was accepted as arguments", schema)
 		}
 	}
-	if err := ValidateArguments(nil, nil); err != nil {
+	if err := Validate(nil, nil); err != nil {
 		t.Errorf("nil tool: %v", err)
 	}
 }
@@ -209,9 +211,9 @@ func mustSchema(t *testing.T, s string) *jsonschema.Schema {
 	return &sc
 }
 
-// TestArgSchemaUnresolved: a schema the library cannot use says why,
+// TestSchemaUnresolved: a schema the library cannot use says why,
 // once, when it is read; a usable one says nothing.
-func TestArgSchemaUnresolved(t *testing.T) {
+func TestSchemaUnresolved(t *testing.T) {
 	for schema, want := range map[string]string{
 		readFileSchema: "",
 		`{"$ref": "https://example.com/schema.json"}`:               "resolving the input schema",
@@ -220,7 +222,7 @@ func TestArgSchemaUnresolved(t *testing.T) {
 		`{"properties": {"a": {"required": true}}}`:                   "reading the input schema",
 		`{"type": "object", "properties": {"x": {"$ref": "#/nope"}}}`: "resolving the input schema",
 	} {
-		err := NewArgSchema(clientTool(t, schema)).Unresolved()
+		err := New(clientTool(t, schema)).Unresolved()
 		switch {
 		case want == "" && err != nil:
 			t.Errorf("%s: %v, want nil", schema, err)
@@ -229,7 +231,7 @@ func TestArgSchemaUnresolved(t *testing.T) {
 		}
 	}
 	for _, schema := range []any{json.RawMessage(`true`), json.RawMessage(`[1]`)} {
-		a := NewArgSchema(&mcp.Tool{Name: "t", InputSchema: schema})
+		a := New(&mcp.Tool{Name: "t", InputSchema: schema})
 		if a.Unresolved() == nil {
 			t.Errorf("schema %s: no reason given", schema)
 		}
@@ -239,7 +241,7 @@ func TestArgSchemaUnresolved(t *testing.T) {
 	}
 }
 
-// TestValidateAgreesWithLibrary: what ValidateArguments accepts is what
+// TestValidateAgreesWithLibrary: what Validate accepts is what
 // jsonschema-go accepts, for schemas it can use.
 func TestValidateAgreesWithLibrary(t *testing.T) {
 	schemas := []string{readFileSchema, editSchema,
@@ -255,24 +257,24 @@ func TestValidateAgreesWithLibrary(t *testing.T) {
 	}
 	for _, sc := range schemas {
 		tool := clientTool(t, sc)
-		a := NewArgSchema(tool)
+		a := New(tool)
 		if a.Unresolved() != nil {
 			t.Fatalf("%s: %v", sc, a.Unresolved())
 		}
 		for _, arg := range args {
 			var v any
 			truth := json.Unmarshal([]byte(arg), &v) == nil && a.resolved.Validate(v) == nil
-			if got := ValidateArguments(tool, json.RawMessage(arg)) == nil; got != truth {
-				t.Errorf("schema %s\nValidateArguments(%s) valid=%v, library valid=%v", sc, arg, got, truth)
+			if got := Validate(tool, json.RawMessage(arg)) == nil; got != truth {
+				t.Errorf("schema %s\nValidate(%s) valid=%v, library valid=%v", sc, arg, got, truth)
 			}
 		}
 	}
 }
 
-// TestArgSchemaConcurrent: one ArgSchema serves every call of its tool at
+// TestSchemaConcurrent: one Schema serves every call of its tool at
 // once (run with -race).
-func TestArgSchemaConcurrent(t *testing.T) {
-	a := NewArgSchema(clientTool(t, editSchema))
+func TestSchemaConcurrent(t *testing.T) {
+	a := New(clientTool(t, editSchema))
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -322,7 +324,7 @@ func TestFlatSchemas(t *testing.T) {
 	}
 	for i, sc := range append(flat, notFlat...) {
 		tool := clientTool(t, sc)
-		a := NewArgSchema(tool)
+		a := New(tool)
 		if a.Unresolved() != nil {
 			t.Fatalf("%s: %v", sc, a.Unresolved())
 		}

@@ -1,4 +1,4 @@
-package node
+package argcheck
 
 import (
 	"bytes"
@@ -19,9 +19,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/suggest"
+	"github.com/nerve-dev/nerve/pkg/api"
 )
 
-// ArgSchema is one tool's input schema, read and resolved once, that
+// Schema is one tool's input schema, read and resolved once, that
 // checks the arguments of the tool's calls before they are sent. Keep it
 // beside the tool, as the session's tool cache does (and as the MCP SDK's
 // server keeps a tool's resolved schema). It is safe for concurrent use.
@@ -30,7 +31,7 @@ import (
 // argument names (`argument "path": expected string, got number`,
 // `missing required argument "path" (string: the file to read)`,
 // `unknown argument "pth" (did you mean "path"?)`).
-type ArgSchema struct {
+type Schema struct {
 	// schema and resolved are nil when the tool has no schema or one the
 	// library cannot use: then only basic holds.
 	schema   *jsonschema.Schema
@@ -47,7 +48,7 @@ type ArgSchema struct {
 	flat *flatSchema
 }
 
-// NewArgSchema reads and resolves tool's input schema. The schema may be a
+// New reads and resolves tool's input schema. The schema may be a
 // *jsonschema.Schema (tools of a Go server), a map[string]any (tools listed
 // by an MCP client) or raw JSON. A schema the library cannot use — a remote
 // or dangling $ref, a type that is not a JSON type, a bad pattern, a
@@ -55,8 +56,8 @@ type ArgSchema struct {
 // uncallable: servers ship odd schemas and still check their own input, so
 // only the basic checks apply then (a JSON object, required names, unknown
 // names when additionalProperties is false), and Unresolved says why.
-func NewArgSchema(tool *mcp.Tool) *ArgSchema {
-	a := &ArgSchema{basic: &jsonschema.Schema{}}
+func New(tool *mcp.Tool) *Schema {
+	a := &Schema{basic: &jsonschema.Schema{}}
 	if tool == nil {
 		return a
 	}
@@ -101,12 +102,12 @@ func NewArgSchema(tool *mcp.Tool) *ArgSchema {
 
 // Unresolved says why only the basic checks apply, or is nil when the
 // whole schema does (or the tool has none).
-func (a *ArgSchema) Unresolved() error { return a.unresolved }
+func (a *Schema) Unresolved() error { return a.unresolved }
 
-// ValidateArguments checks args against tool's input schema, read for this
-// call only: callers that check a tool more than once keep its ArgSchema.
-func ValidateArguments(tool *mcp.Tool, args json.RawMessage) error {
-	return NewArgSchema(tool).Validate(args)
+// Validate checks args against tool's input schema, read for this
+// call only: callers that check a tool more than once keep its Schema.
+func Validate(tool *mcp.Tool, args json.RawMessage) error {
+	return New(tool).Validate(args)
 }
 
 // maxDepth is how deep arguments may nest: the MCP SDK's limit for a
@@ -116,14 +117,14 @@ func ValidateArguments(tool *mcp.Tool, args json.RawMessage) error {
 const maxDepth = 1000
 
 // Validate checks a call's JSON arguments. Nil or empty args mean {}.
-// Errors wrap ErrBadArgs.
-func (a *ArgSchema) Validate(args json.RawMessage) error {
+// Errors wrap api.ErrBadArgs.
+func (a *Schema) Validate(args json.RawMessage) error {
 	data := []byte(args)
 	if len(bytes.TrimSpace(data)) == 0 {
 		data = []byte("{}")
 	}
 	if depth(data) > maxDepth {
-		return fmt.Errorf("%w: arguments nest deeper than %d levels; send flatter arguments", ErrBadArgs, maxDepth)
+		return fmt.Errorf("%w: arguments nest deeper than %d levels; send flatter arguments", api.ErrBadArgs, maxDepth)
 	}
 	var v any
 	if err := json.Unmarshal(data, &v); err != nil {
@@ -131,7 +132,7 @@ func (a *ArgSchema) Validate(args json.RawMessage) error {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return fmt.Errorf("%w: arguments must be a JSON object such as {\"name\": \"value\"}, got %s", ErrBadArgs, describeValue(v))
+		return fmt.Errorf("%w: arguments must be a JSON object such as {\"name\": \"value\"}, got %s", api.ErrBadArgs, describeValue(v))
 	}
 	if a.resolved == nil {
 		p := problems{shallow: true}
@@ -159,10 +160,10 @@ func decodeError(err error) error {
 		if num, ok := strings.CutPrefix(typeErr.Value, "number "); ok {
 			// Valid JSON, but beyond float64: the validation (and most
 			// servers) cannot read it.
-			return fmt.Errorf("%w: the number %s is out of range; send numbers within ±1.8e308", ErrBadArgs, cut(num))
+			return fmt.Errorf("%w: the number %s is out of range; send numbers within ±1.8e308", api.ErrBadArgs, cut(num))
 		}
 	}
-	return fmt.Errorf("%w: arguments are not valid JSON (%v); send a JSON object such as {\"name\": \"value\"}", ErrBadArgs, err)
+	return fmt.Errorf("%w: arguments are not valid JSON (%v); send a JSON object such as {\"name\": \"value\"}", api.ErrBadArgs, err)
 }
 
 // depth is how deep the brackets of JSON text nest (strings skipped); it
@@ -338,7 +339,7 @@ func (p *problems) add(format string, args ...any) {
 	}
 	msg := fmt.Sprintf(format, args...)
 	if len(msg) > maxProblemLen {
-		msg = msg[:utf8Cut([]byte(msg), maxProblemLen-3)] + "..."
+		msg = prefix(msg, maxProblemLen-3) + "..."
 	}
 	p.list = append(p.list, msg)
 }
@@ -351,7 +352,7 @@ func (p *problems) err() error {
 	if p.more > 0 {
 		s += fmt.Sprintf("; and %d more", p.more)
 	}
-	return fmt.Errorf("%w: %s", ErrBadArgs, s)
+	return fmt.Errorf("%w: %s", api.ErrBadArgs, s)
 }
 
 func (p *problems) check(s *jsonschema.Schema, v any, path []string) {
@@ -507,9 +508,21 @@ func quote(s string) string { return strconv.Quote(cut(s)) }
 // cut is s, or its first 77 bytes and "..." when it is longer than 80.
 func cut(s string) string {
 	if len(s) > 80 {
-		return s[:utf8Cut([]byte(s), 77)] + "..."
+		return prefix(s, 77) + "..."
 	}
 	return s
+}
+
+// prefix is at most the first n bytes of s, not cut inside a UTF-8
+// sequence (invalid input is cut anywhere).
+func prefix(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(s[n]); i++ {
+		n--
+	}
+	return s[:n]
 }
 
 // typeMatches applies the type keyword as JSON Schema does: an integral

@@ -1,4 +1,4 @@
-package node
+package argcheck
 
 import (
 	"encoding/json"
