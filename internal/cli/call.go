@@ -109,13 +109,14 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 	}
 	cat := map[string][]*mcp.Tool{}
+	var note string // what the node's tools are worth, when it is not running
 	if id := lineNode(line); id != "" {
 		var tools []*mcp.Tool
 		if dash {
 			tools, err = mcpclient.Tools(ctx, s, id)
 		} else {
 			var res *mcp.CallToolResult
-			res, tools, err = mcpclient.CallLine(sctx, s, id, line, show(id))
+			res, tools, err = mcpclient.CallLine(sctx, s, id, line, noteState(&note, show(id)))
 			if err != nil && sctx.Err() != nil && ctx.Err() == nil {
 				return interrupted(ctx, s, id, line)
 			}
@@ -148,6 +149,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 			return printJSON(env, cat[ln.Node])
 		}
 		_, err := fmt.Fprint(env.Stdout, asCallLines(commander.RenderToolList(ln.Node, cat[ln.Node], nil)))
+		printNote(env, note)
 		return err
 	case commander.ToolHelp:
 		tools := cat[ln.Node]
@@ -157,6 +159,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 					return printJSON(env, t)
 				}
 				_, err := fmt.Fprint(env.Stdout, asCallLines(commander.RenderToolHelp(ln.Node, t, len(tools) == 1, nil)))
+				printNote(env, note)
 				return err
 			}
 		}
@@ -196,6 +199,25 @@ func printCallResult(env *Env, res *mcp.CallToolResult) error {
 		return errToolFailed
 	}
 	return nil
+}
+
+// noteState keeps the reason of a state line the daemon sends before a
+// node's tools (commander.NodeNote) in *note, and passes every line on.
+func noteState(note *string, show func(api.CallLine)) func(api.CallLine) {
+	return func(l api.CallLine) {
+		if l.Kind == api.LineState {
+			*note = l.Reason
+		}
+		show(l)
+	}
+}
+
+// printNote prints what a node's tools are worth when it is not running,
+// on stderr after its help: listed is not callable (issue 27).
+func printNote(env *Env, note string) {
+	if note != "" && !env.JSON {
+		fmt.Fprintln(env.Stderr, note)
+	}
 }
 
 // interrupted is the error of a call line that a signal cancelled. The
