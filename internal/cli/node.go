@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -247,7 +248,26 @@ func runNodeInterrupt(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	return s.Interrupt(ctx, id)
+	// The daemon answers with the node's info as it was when told (a
+	// daemon before that answers {}).
+	var info node.Info
+	if err := s.Do(ctx, http.MethodPost, client.NodePath(id)+"/interrupt", nil, &info); err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, info)
+	}
+	switch {
+	case info.ID == "":
+		fmt.Fprintf(env.Stdout, "told %s to stop what it is doing\n", id)
+	case info.InFlight == 0:
+		fmt.Fprintf(env.Stdout, "nothing to interrupt: %s has no call in flight (%s)\n", id, info.State)
+	case info.InFlight == 1:
+		fmt.Fprintf(env.Stdout, "interrupted %s: its call in flight was told to stop\n", id)
+	default:
+		fmt.Fprintf(env.Stdout, "interrupted %s: its %d calls in flight were told to stop\n", id, info.InFlight)
+	}
+	return nil
 }
 
 func runNodeKinds(ctx context.Context, env *Env, inv *Invocation) error {

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
 )
 
 // TestNodeInfoDetails: `nerve node info` prints a node's details in one
@@ -57,5 +60,46 @@ func TestNodeInfoDetails(t *testing.T) {
 	}
 	if len(keys) < 3 || !slices.IsSorted(keys) {
 		t.Errorf("details %q are not in order of their names:\n%s", keys, first)
+	}
+}
+
+// TestNodeInterruptSaysWhat: `nerve node interrupt` says whether a call
+// was in flight; with none it printed nothing (issue 27 item 6).
+func TestNodeInterruptSaysWhat(t *testing.T) {
+	ctx := context.Background()
+	env, out, errb := embeddedEnv(t)
+	if err := Exec(ctx, env, []string{"node", "add", "bash", "sh"}); err != nil {
+		t.Fatalf("%v: %s", err, errb)
+	}
+	out.Reset()
+	if err := Exec(ctx, env, []string{"node", "interrupt", "sh"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "nothing to interrupt: sh has no call in flight (READY)\n" {
+		t.Errorf("interrupt with nothing in flight: %q", got)
+	}
+	c, err := env.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Session(env.SessionName())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(ctx, "sh", "bash", []byte(`{"command": "sleep 30"}`), nil)
+		done <- err
+	}()
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		d, err := s.Node(ctx, "sh")
+		return err == nil && d.Info.InFlight == 1
+	}, "the call to be in flight")
+	out.Reset()
+	if err := Exec(ctx, env, []string{"node", "interrupt", "sh"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "interrupted sh: its call in flight was told to stop\n" {
+		t.Errorf("interrupt with a call in flight: %q", got)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("the interrupted call: %v", err)
 	}
 }

@@ -420,11 +420,18 @@ func writeInfo(w http.ResponseWriter, s *session.Session, id string) error {
 	return nil
 }
 
+// handleInterrupt answers with the node's info as it was when told, so
+// that the caller can say whether anything was in flight (in_flight).
 func (d *Daemon) handleInterrupt(w http.ResponseWriter, r *http.Request, s *session.Session) error {
-	if err := s.Interrupt(r.Context(), r.PathValue("node")); err != nil {
+	id := r.PathValue("node")
+	info, err := s.Info(id)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	if err := s.Interrupt(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, info)
 	return nil
 }
 
