@@ -259,6 +259,9 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) error {
 	if err := s.StartRegistered(r.Context(), spec.ID); err != nil {
 		// %v, not %w: whatever the start's error, the answer is 502
 		// start_failed with the node's Info.
+		if node.NamesNodeFix(err.Error()) {
+			return nodeFailed(fmt.Errorf("node %q was added but did not start: %v (or `nerve node rm %s`)", spec.ID, err, spec.ID), api.CodeStartFailed, s, spec.ID)
+		}
 		return nodeFailed(fmt.Errorf("node %q was added but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s` (or `nerve node rm %s`)", spec.ID, err, spec.ID, spec.ID, spec.ID), api.CodeStartFailed, s, spec.ID)
 	}
 	info, err := s.Info(spec.ID)
