@@ -46,3 +46,27 @@ func TestBinaryImportAfterFix(t *testing.T) {
 		t.Errorf("import over a working node with another spec: exit %d, %q", code, errs)
 	}
 }
+
+// TestBinaryImportRefusesNearMissKey: a server whose unknown key is a near
+// miss of one that matters ("arg") is not imported, with did-you-mean and
+// its line; nerve started it without its arguments and it failed after the
+// 30 s start timeout (issue 27 item 6). The other servers are imported.
+func TestBinaryImportRefusesNearMissKey(t *testing.T) {
+	n := newRealNerve(t)
+	server := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	conf := filepath.Join(n.home, ".mcp.json")
+	if err := os.WriteFile(conf, []byte(`{"mcpServers": {
+  "nd": {"command": "node", "arg": ["/tmp/server.js"]},
+  "ok": {"command": "`+server+`"}
+}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := n.Run("mcp", "import", conf)
+	want := `.mcp.json:2:29: server "nd": unknown key "arg" — did you mean "args"? nerve would start the server without its arguments: rename the key`
+	if code != ExitFailed || !strings.Contains(errs, want) || !strings.Contains(out, "added ok: READY") {
+		t.Errorf("import: exit %d\nstdout: %s\nstderr: %s\nwant %q", code, out, errs, want)
+	}
+	if ls := n.Must("node", "ls"); strings.Contains(ls, "nd ") {
+		t.Errorf("the refused server became a node:\n%s", ls)
+	}
+}
