@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nerve-dev/nerve/pkg/api"
 )
@@ -63,8 +64,18 @@ func Duration(d time.Duration) string {
 // FirstLine is the first line of s, cut at 100 bytes.
 func FirstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 100 {
-		s = s[:100] + "…"
+	return Clip(s, 100)
+}
+
+// Clip cuts s to at most n bytes and marks the cut with "…", on a rune
+// boundary: a line cut inside a UTF-8 character showed a broken one
+// (issue 27).
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

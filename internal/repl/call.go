@@ -236,9 +236,7 @@ func (s *status) sideLineLocked(line string) {
 // result, usage), or "" for steps not worth a line.
 func stepLine(l api.CallLine) string {
 	data := strings.TrimSpace(string(l.Data))
-	if len(data) > 160 {
-		data = data[:157] + "..."
-	}
+	data = callview.Clip(data, 159)
 	switch l.Step {
 	case "graph":
 		return callview.GraphStepLine(l.Data)
