@@ -39,9 +39,15 @@ func TestREPLFirstSession(t *testing.T) {
 
 	term.Line("@bash ?")
 	s = term.WaitFor("Examples:", 20*time.Second)
-	for _, want := range []string{"@bash bash — Run a bash command", "command    string  required", "timeout_s  number  optional", "@bash COMMAND"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("`@bash ?` lacks %q:\n%s", want, s)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`@bash bash — Run a bash command`),
+		regexp.MustCompile(`(?m)^ +command +string +optional +Bash command line`),
+		regexp.MustCompile(`(?m)^ +timeout_s +number +optional`),
+		regexp.MustCompile(`(?m)^ +@bash COMMAND$`),
+		regexp.MustCompile(`(?m)^ +@bash bash command=`),
+	} {
+		if !want.MatchString(s) {
+			t.Errorf("`@bash ?` lacks %s:\n%s", want, s)
 		}
 	}
 
