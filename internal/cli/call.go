@@ -36,7 +36,8 @@ stdin: end the line with - (nerve call @fs read_file - < args.json); with
 no arguments, a tool that requires some reads them from stdin when stdin
 is not a terminal.
 The answer goes to stdout, errors to stderr. Exit codes: 0 done, 1 could
-not do it, 2 bad input, 3 the tool ran and reported an error.
+not do it, 2 bad input, 3 the tool ran and reported an error, 4 its output
+was cut, 130 interrupted (Ctrl-C; 143 for SIGTERM).
 Flags go before LINE (nerve --json call @fs ...): everything after the
 first word of LINE belongs to it.
 
@@ -81,7 +82,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	// with SIGINT ignored, and the call would run on. A process that runs
 	// this one command leaves them caught until it exits: signal.Stop
 	// waits for the runtime's signal thread (docs/performance.md).
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	sctx, stop := notifyContext(ctx)
 	if !env.oneCommand {
 		defer stop()
 	}
@@ -105,7 +106,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 			var res *mcp.CallToolResult
 			res, tools, err = mcpclient.CallLine(sctx, s, id, line, noteState(&note, show(id)))
 			if err != nil && sctx.Err() != nil && ctx.Err() == nil {
-				return interrupted(ctx, s, id, line)
+				return interrupted(ctx, sctx, s, id, line)
 			}
 			if err == nil && res != nil {
 				return printCall(env, res)
@@ -155,7 +156,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	res, err := mcpclient.Call(sctx, s, ln.Node, ln.Tool, ln.Args, show(ln.Node))
 	if err != nil {
 		if sctx.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("interrupted: the call to @%s %s was cancelled (the node was told)", ln.Node, ln.Tool)
+			return &interruptedError{sig: signalOf(sctx), msg: fmt.Sprintf("interrupted: the call to @%s %s was cancelled (the node was told)", ln.Node, ln.Tool)}
 		}
 		return err
 	}
@@ -207,17 +208,60 @@ func printNote(env *Env, note string) {
 	}
 }
 
-// interrupted is the error of a call line that a signal cancelled. The
-// daemon parsed the line, so the tool it called is learnt again here
-// (from the node's tools), to name it.
-func interrupted(ctx context.Context, s *client.Session, id, line string) error {
+// interrupted is the error of a call line that a signal cancelled (sctx's
+// cause). The daemon parsed the line, so the tool it called is learnt
+// again here (from the node's tools), to name it.
+func interrupted(ctx, sctx context.Context, s *client.Session, id, line string) error {
 	tool := "?"
 	if tools, err := mcpclient.Tools(ctx, s, id); err == nil {
 		if ln, err := commander.Parse(line, commander.NewIndex(map[string][]*mcp.Tool{id: tools}), nil); err == nil && ln.Tool != "" {
 			tool = ln.Tool
 		}
 	}
-	return fmt.Errorf("interrupted: the call to @%s %s was cancelled (the node was told)", id, tool)
+	return &interruptedError{sig: signalOf(sctx), msg: fmt.Sprintf("interrupted: the call to @%s %s was cancelled (the node was told)", id, tool)}
+}
+
+// interruptedError is a call a signal cancelled: the command exits 128
+// plus the signal's number, as a shell reports a job the signal ended
+// (130 for Ctrl-C; it exited 1; issue 27).
+type interruptedError struct {
+	sig syscall.Signal
+	msg string
+}
+
+func (e *interruptedError) Error() string { return e.msg }
+
+// signalCause is the cause of a call's context that a signal ended.
+type signalCause struct{ sig syscall.Signal }
+
+func (c signalCause) Error() string        { return c.sig.String() + " signal received" }
+func (c signalCause) Is(target error) bool { return target == context.Canceled }
+
+// notifyContext is signal.NotifyContext for SIGINT and SIGTERM that keeps
+// which signal came (signalOf).
+func notifyContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			sig, _ := s.(syscall.Signal)
+			cancel(signalCause{sig})
+		case <-sctx.Done():
+		}
+	}()
+	return sctx, func() { cancel(nil); signal.Stop(ch) }
+}
+
+// signalOf is the signal that ended sctx (notifyContext), SIGINT if none
+// is known.
+func signalOf(sctx context.Context) syscall.Signal {
+	var c signalCause
+	if errors.As(context.Cause(sctx), &c) && c.sig != 0 {
+		return c.sig
+	}
+	return syscall.SIGINT
 }
 
 // asCallLines rewrites the Commander lines of help (its examples, and the

@@ -205,9 +205,12 @@ func usageOf(c *Command, path []string) string {
 // Code returns the exit code for err without printing anything.
 func Code(err error) int {
 	var ue *UsageError
+	var ie *interruptedError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &ie):
+		return 128 + int(ie.sig)
 	case errors.Is(err, errToolFailed):
 		return ExitToolError
 	case errors.Is(err, errOutputCut):
