@@ -196,3 +196,32 @@ func TestBinaryCallCutOutput(t *testing.T) {
 		t.Errorf("stdout: %d bytes starting %q", len(out), out[:min(20, len(out))])
 	}
 }
+
+// TestBinaryReentrantCallFailsFast: a graph step's command that calls the
+// bash node it runs in (`nerve call @bash …` inside @bash) is refused at
+// once, saying why; it waited for itself until the step's timeout (issue
+// 27 item 6). The same from a plain `nerve call`.
+func TestBinaryReentrantCallFailsFast(t *testing.T) {
+	n := newRealNerve(t)
+	n.Must("graph", "add", "re", "--from", writeFile(t, filepath.Join(n.home, "re.yaml"), `
+steps:
+  s: {call: bash.bash, args: {command: "'`+n.bin+`' call @bash echo inner", timeout_s: 5}}
+`))
+	_, errs, code := n.Run("call", "@re", "run")
+	want := "bash node \"bash\" is running the command this call was made from"
+	if code != ExitToolError || !strings.Contains(errs, want) || strings.Contains(errs, "timed out") {
+		t.Errorf("a graph step calling its own bash node: exit %d, stderr %q; want %q at once", code, errs, want)
+	}
+	inner, _ := json.Marshal(map[string]any{"command": "'" + n.bin + "' call @bash echo inner; echo outer-goes-on", "timeout_s": 5})
+	out, errs, code := n.Run("call", "@bash", "bash", string(inner))
+	if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "outer-goes-on") {
+		t.Errorf("nerve call @bash 'nerve call @bash …': exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	// A call from a job the command left behind, once it ended, waits its
+	// turn as any other and runs.
+	n.Must("call", "@bash", "('"+n.bin+"' call @bash echo from-the-job > "+filepath.Join(n.home, "job.out")+" 2>&1 &)")
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(n.home, "job.out"))
+		return strings.Contains(string(b), "from-the-job")
+	}, "the job's call to run")
+}

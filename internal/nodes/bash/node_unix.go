@@ -40,6 +40,9 @@ type Node struct {
 	mu   sync.Mutex
 	sh   *shell
 	intr chan struct{} // interrupt of the call in flight; nil when idle
+	// running is the call in flight as its command sees it in
+	// node.FromCallEnv (fromCall); "" when idle.
+	running string
 	// lost says why the last shell ended during a call (`exit 3`, `set -e`
 	// and a failing command, a kill): sh is nil and the next call starts a
 	// fresh shell (docs/nodes.md, "When the shell ends").
@@ -265,6 +268,17 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 			timeout = max(time.Duration(secs*float64(time.Second)), time.Millisecond)
 		}
 	}
+	// A call made from inside the command in flight (`nerve call @sh …`
+	// in a command of @sh, a graph step's command calling its own node)
+	// would wait for that command, which waits for it: refuse it now.
+	if from, _ := req.Meta[node.FromCallMetaKey].(string); from != "" {
+		n.mu.Lock()
+		running := n.running
+		n.mu.Unlock()
+		if from == running {
+			return nil, fmt.Errorf("bash node %q is running the command this call was made from (`nerve call @%s` inside @%s's own shell): it runs one command at a time, so this call would wait for that command, and it for this call, until its timeout; run the inner command in the shell directly, or on another bash node", n.ID(), n.ID(), n.ID())
+		}
+	}
 	// One call at a time: a second caller waits its turn.
 	select {
 	case n.sem <- struct{}{}:
@@ -281,10 +295,13 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	intr := make(chan struct{}, 1)
 	n.mu.Lock()
 	n.intr = intr
+	if sh != nil {
+		n.running = fromCall(sh.token, sh.seq+1) // the seq run gives it
+	}
 	n.mu.Unlock()
 	if err := n.Machine.ToIf(node.Busy, "", node.Ready); err != nil || sh == nil {
 		n.mu.Lock()
-		n.intr = nil
+		n.intr, n.running = nil, ""
 		n.mu.Unlock()
 		return nil, n.notReady()
 	}
@@ -297,7 +314,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	oc, err := sh.run(ctx, a.Command, a.Args, timeout, n.opts.OutputCap, n.spoolDir(), emit, intr)
 
 	n.mu.Lock()
-	n.intr = nil
+	n.intr, n.running = nil, ""
 	n.mu.Unlock()
 	n.endMu.Lock()
 	select {
