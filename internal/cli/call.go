@@ -15,6 +15,7 @@ import (
 	"github.com/chzyer/readline"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/callview"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -93,8 +94,9 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	// wrong or to read stdin. Only the named node's tools are needed, and
 	// an unknown node is reported by the daemon, which lists the
 	// session's nodes.
+	steps := &callview.Steps{}
 	show := func(id string) func(api.CallLine) {
-		return func(l api.CallLine) { showCallLine(env, id, l) }
+		return func(l api.CallLine) { showCallLine(env, steps, id, l) }
 	}
 	cat := map[string][]*mcp.Tool{}
 	var note string // what the node's tools are worth, when it is not running
@@ -386,8 +388,9 @@ func isTerminal(r io.Reader) bool {
 }
 
 // showCallLine reports what happens during a call on stderr: progress and
-// log messages. Streamed text is not repeated: the result holds it.
-func showCallLine(env *Env, nodeID string, l api.CallLine) {
+// log messages, a graph's and an agent's steps (steps, one per call).
+// Streamed text is not repeated: the result holds it.
+func showCallLine(env *Env, steps *callview.Steps, nodeID string, l api.CallLine) {
 	switch l.Kind {
 	case node.EventProgress:
 		if l.Total > 0 {
@@ -400,6 +403,8 @@ func showCallLine(env *Env, nodeID string, l api.CallLine) {
 	case node.EventStep:
 		if l.Step == "graph" {
 			fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, graphStepLine(l.Data))
+		} else if line := steps.Line(l.Step, l.Data); line != "" {
+			fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, line)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/callview"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/internal/graphdraw"
 	"github.com/nerve-dev/nerve/internal/graphlang"
@@ -594,7 +595,7 @@ func runGraphResume(ctx context.Context, env *Env, inv *Invocation) error {
 
 // callAndPrint calls a tool as `nerve call` does, step lines on stderr.
 func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage, meta map[string]any) error {
-	res, err := mcpclient.CallMeta(ctx, s, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, id, l) })
+	res, err := mcpclient.CallMeta(ctx, s, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, &callview.Steps{}, id, l) })
 	if err != nil {
 		return err
 	}
