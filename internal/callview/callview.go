@@ -44,6 +44,8 @@ func GraphStepLine(data []byte) string {
 		return line
 	case api.StepFailed:
 		return "✗ " + ev.Step + took + ": " + FirstLine(ev.Error)
+	case api.StepAsked:
+		return "? " + ev.Step + ": the question went to " + ev.Reason + ": answer it there (Ctrl-C here cancels the run)"
 	}
 	return ev.Step + " " + ev.State
 }

@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -237,6 +238,10 @@ func (s *status) sideLineLocked(line string) {
 // result, thinking, tokens used), or "" for a step not worth a line.
 func (s *status) stepLine(l api.CallLine) string {
 	if l.Step == "graph" {
+		var ev api.StepEvent
+		if json.Unmarshal(l.Data, &ev) == nil && ev.State == api.StepAsked && strings.Contains(ev.Reason, "("+whoAmI()+")") {
+			return "" // the question is on this screen
+		}
 		return callview.GraphStepLine(l.Data)
 	}
 	return s.steps.Line(l.Step, l.Data)
