@@ -243,16 +243,13 @@ func TestDaemonLifecycle(t *testing.T) {
 		t.Errorf("spec changed across restart: %+v → %+v", d1.Spec, d2.Spec)
 	}
 
-	// SIGTERM: every node stops and the daemon exits within 5 s.
+	// SIGTERM: every node stops and the daemon exits (each stop is
+	// bounded: close stdin, SIGTERM, SIGKILL after the grace).
 	pid, groups = h.daemonPID(), h.nodeGroups()
-	start := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 6*time.Second, func() bool { return gone(pid, groups) }, "the daemon and its nodes to exit after SIGTERM")
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("SIGTERM took %v; want under 5 s", took)
-	}
+	testutil.WaitFor(t, 20*time.Second, func() bool { return gone(pid, groups) }, "the daemon and its nodes to exit after SIGTERM")
 	if _, err := os.Stat(h.p.Socket); !os.IsNotExist(err) {
 		t.Errorf("socket left after SIGTERM: %v", err)
 	}

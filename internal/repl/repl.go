@@ -327,6 +327,8 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 		r.printNote(ln.Node)
 	case commander.Call:
 		r.call(ctx, ln)
+	case commander.Search:
+		r.search(ctx, ln.Words) // search.go
 	}
 	return false
 }
@@ -458,6 +460,7 @@ func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
 			return false
 		}
 	}
+	ctx = WithAsk(ctx, func(prompt string) (string, error) { return r.askLine(prompt, "") })
 	if err := r.opts.Exec(ctx, argv, r.out, r.errOut); err != nil {
 		r.printErr(err)
 	}

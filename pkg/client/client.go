@@ -386,6 +386,16 @@ func (s *Session) AddNode(ctx context.Context, spec api.Spec) (api.NodeResponse,
 	return r, err
 }
 
+// CheckNode checks spec as AddNode would — its id free, its kind's check
+// (a graph's mistakes, each at LINE:COLUMN) — and adds nothing: the
+// check's warnings, or the error AddNode would answer (ErrBadRequest,
+// ErrExists).
+func (s *Session) CheckNode(ctx context.Context, spec api.Spec) ([]string, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes?dry_run=1", spec, &r)
+	return r.Warnings, err
+}
+
 // Replace puts a node built from spec in the place of node spec.ID in one
 // step, checked first as an add is: a spec with mistakes (ErrBadRequest)
 // changes nothing, and a daemon killed meanwhile comes back with the old
