@@ -27,7 +27,8 @@ Examples:
 			planCmd(),   // plan.go
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
-			envCmd(), // env.go
+			contextCmd(), // context.go
+			envCmd(),     // env.go
 			daemonCmd(),
 			logCmd(),
 			uiCmd(), // ui.go

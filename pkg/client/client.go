@@ -152,7 +152,9 @@ func (c *Client) sendWith(ctx context.Context, method, path string, hdr http.Hea
 		}
 	}
 	resp, err := c.sendOnce(ctx, method, path, hdr, body != nil, data)
-	if err != nil && c.opts.Revive != nil && unsent(method, err) && ctx.Err() == nil && revives(ctx) {
+	// A daemon through ssh that ssh could not reach is not revived: ssh
+	// would fail the same way again.
+	if err != nil && c.opts.Revive != nil && unsent(method, err) && sshError(err) == nil && ctx.Err() == nil && revives(ctx) {
 		if rerr := c.opts.Revive(ctx); rerr != nil {
 			return nil, rerr
 		}
@@ -235,6 +237,9 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Hea
 			return nil, ctx.Err()
 		}
 		err = unwrapURL(err)
+		if se := sshError(err); se != nil {
+			return nil, se // its message says what failed and what to do
+		}
 		if conn != nil && !conn.wrote.Load() {
 			err = &notSentError{err}
 		}
@@ -560,6 +565,9 @@ func (s *Session) call(ctx context.Context, id string, req api.CallRequest, obse
 		if err := dec.Decode(&line); err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
+			}
+			if se := sshError(err); se != nil {
+				return nil, nil, se
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, nil, fmt.Errorf("%w: the call's answer was cut before its result (did the daemon stop? see `nerve daemon status`)", ErrDaemonUnavailable)
