@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/fixtures/llmserver"
-	"github.com/nerve-dev/nerve/internal/testutil/tmux"
 )
 
 // TestBinaryAgentSteps: an llm node's steps (the scripted OpenAI-compatible
@@ -38,8 +37,7 @@ func TestBinaryAgentSteps(t *testing.T) {
 		}
 	}
 
-	term := tmux.Start(t, []string{"NERVE_HOME=" + n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=", "NO_COLOR=1", "TERM=xterm"}, n.bin)
-	term.WaitFor("default>", 30*time.Second)
+	term := n.Commander()
 	term.Line("@ag use the tool again")
 	screen := term.WaitForAfter("> @ag use the tool again", "[1] @ag", 30*time.Second)
 	for _, want := range []string{"→ id.identity text=\"hi there\"", "← id.identity: hi there", "the tool said hi there"} {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
-	"github.com/nerve-dev/nerve/internal/testutil/tmux"
 )
 
 // TestTmuxAskFromCLISaysWhere: a graph's ask: step run with `nerve call`
@@ -27,8 +26,7 @@ steps:
   approve: {ask: "Ship it?"}
   say: {call: echo.identity, args: {text: "answer: ${steps.approve.text}"}}
 `))
-	term := tmux.Start(t, []string{"NERVE_HOME=" + n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=", "NO_COLOR=1", "TERM=xterm"}, n.bin)
-	term.WaitFor("default>", 30*time.Second)
+	term := n.Commander()
 
 	cmd := n.Command("call", "@gate", "run")
 	var out, errb syncBuffer

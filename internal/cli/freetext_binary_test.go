@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nerve-dev/nerve/internal/testutil/tmux"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -41,8 +40,7 @@ func TestBinaryMisspeltKeyAfterToolName(t *testing.T) {
 func TestTmuxMisspeltKeyAfterToolName(t *testing.T) {
 	n := newRealNerve(t)
 	n.Must("node", "add", "identity", "id") // the first session has a bash node
-	term := tmux.Start(t, []string{"NERVE_HOME=" + n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=", "NO_COLOR=1", "TERM=xterm"}, n.bin)
-	term.WaitFor("default>", 30*time.Second)
+	term := n.Commander()
 	for _, tt := range misspeltAfterToolName {
 		term.Line(tt.line)
 		term.WaitForAfter("> "+tt.line, tt.want, 20*time.Second)

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nerve-dev/nerve/internal/testutil/tmux"
 )
 
 // TestBinaryUsageMessages: a usage error that already says what to type
@@ -45,8 +43,7 @@ func TestBinaryUsageMessages(t *testing.T) {
 // :node and names `:help` whole; it ended with "see `:-" (issue 27 item 6).
 func TestTmuxUnknownCommandMessage(t *testing.T) {
 	n := newRealNerve(t)
-	term := tmux.Start(t, []string{"NERVE_HOME=" + n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=", "NO_COLOR=1", "TERM=xterm"}, n.bin)
-	term.WaitFor("default>", 30*time.Second)
+	term := n.Commander()
 	term.Line(":nod ls")
 	s := term.WaitForAfter("> :nod ls", "default>", 20*time.Second)
 	want := "unknown command \"nod\" — did you mean \"node\"? (commands: "

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
-	"github.com/nerve-dev/nerve/internal/testutil/tmux"
 )
 
 // TestBinaryStoppedNodesTools: a node that is not running is never shown
@@ -49,8 +48,7 @@ func TestBinaryStoppedNodesTools(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`(?m)^ms\.echo +\[CREATED\] `).MatchString(out) || !strings.Contains(errs, lazy) {
 		t.Errorf("nerve tools with ms lazy: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
-	term := tmux.Start(t, []string{"NERVE_HOME=" + n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=", "NO_COLOR=1", "TERM=xterm"}, n.bin)
-	term.WaitFor("default>", 30*time.Second)
+	term := n.Commander()
 	term.Line("@ms ?")
 	s := term.WaitForAfter("> @ms ?", "default>", 20*time.Second)
 	if !strings.Contains(s, "  echo ") || !strings.Contains(s, lazy) {
