@@ -21,13 +21,22 @@ func (ix *Index) readOnly() {
 	type key struct{ node, word string }
 	perNode := map[string]int{}
 	shared := map[key]int{}
+	tokens := map[string][]string{} // replicas of a server share names
+	named := func(d *Doc) []string {
+		ws, ok := tokens[d.Tool.Name]
+		if !ok {
+			ws = uniq(Tokens(d.Tool.Name))
+			tokens[d.Tool.Name] = ws
+		}
+		return ws
+	}
 	for i := range ix.docs {
 		d := &ix.docs[i]
 		if d.Tool == nil {
 			continue
 		}
 		perNode[d.Node]++
-		for _, w := range uniq(Tokens(d.Tool.Name)) {
+		for _, w := range named(d) {
 			shared[key{d.Node, w}]++
 		}
 	}
@@ -36,7 +45,7 @@ func (ix *Index) readOnly() {
 			return nil
 		}
 		var out []string
-		for _, w := range uniq(Tokens(d.Tool.Name)) {
+		for _, w := range named(d) {
 			if n := perNode[d.Node]; n >= 3 && 3*shared[key{d.Node, w}] > 2*n {
 				continue
 			}

@@ -136,16 +136,3 @@ func TestIntent(t *testing.T) {
 		}
 	}
 }
-
-func TestFirstSentence(t *testing.T) {
-	for in, want := range map[string][2]string{
-		"Run a command. It keeps its state.":       {"Run a command.", " It keeps its state."},
-		"Notion | Create a page\nError Responses:": {"Notion | Create a page\n", "Error Responses:"},
-		"Use e.g. this one.":                       {"Use e.g. this one.", ""},
-		"Get v1.2 of it":                           {"Get v1.2 of it", ""},
-	} {
-		if a, b := firstSentence(in); a != want[0] || b != want[1] {
-			t.Errorf("firstSentence(%q) = %q, %q, want %q, %q", in, a, b, want[0], want[1])
-		}
-	}
-}

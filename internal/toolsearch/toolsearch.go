@@ -28,18 +28,17 @@ import (
 	"github.com/nerve-dev/nerve/internal/suggest"
 )
 
-// BM25's saturation parameter: the usual one (Manning et al.,
-// Introduction to Information Retrieval, §11.4.3). Its length
-// normalisation, b, is a config's: the usual 0.75 was measured against
-// 0.5 (docs/performance.md).
-const k1 = 1.2
+// BM25 parameters: the usual ones (Manning et al., Introduction to
+// Information Retrieval, §11.4.3).
+const (
+	k1 = 1.2
+	b  = 0.75
+)
 
 // Field weights: a word of a tool's name says more than one of its
 // description. A name is node.tool; the node part counts less than the
 // tool part (twenty copies of one server share every word of the tool
-// part, and a person names what a tool does more often than where). The
-// first sentence of a description says what the tool does; the rest, how
-// (config.rest).
+// part, and a person names what a tool does more often than where).
 const (
 	wTool       = 3.0
 	wNode       = 1.0
@@ -57,8 +56,6 @@ type config struct {
 	params      bool    // index parameters' names and descriptions
 	server      bool    // index the server's name and title
 	instruction float64 // weight of the server's instructions, 0: none
-	rest        float64 // weight of a description after its first sentence
-	b           float64 // BM25's length normalisation
 	synonym     float64 // weight of a thesaurus synonym's match, 0: none
 	derived     float64 // weight of a derived form's match, 0: none
 	rare        float64 // weight of a rarer sense's synonym, 0: none
@@ -75,7 +72,7 @@ type config struct {
 }
 
 // defaults are the means measured to help (docs/performance.md).
-var defaults = config{params: true, server: true, instruction: wInstructed, rest: 0.7, b: 0.5,
+var defaults = config{params: true, server: true, instruction: wInstructed,
 	synonym: 0.4, derived: 0.4, rare: 0.2, software: 0.4, fuzzy: 0.5, typos: true, abbrev: 0.8,
 	compounds: true, either: true, split: 0.5, named: 0.5, asks: 0.3, does: 0.2}
 
@@ -90,18 +87,6 @@ func (c config) weigh(kind byte, l *lexicon) float64 {
 		return c.rare
 	}
 	return c.synonym
-}
-
-// firstSentence splits a description after its first sentence: at the
-// first full stop followed by a space, or line break, past the first ten
-// letters.
-func firstSentence(s string) (string, string) {
-	for i := 10; i+1 < len(s); i++ {
-		if s[i] == '\n' || s[i] == '.' && (s[i+1] == ' ' || s[i+1] == '\n') {
-			return s[:i+1], s[i+1:]
-		}
-	}
-	return s, ""
 }
 
 // Doc is one tool to index under the name a client uses for it.
@@ -226,9 +211,7 @@ func newIndex(docs []Doc, cfg config) *Index {
 			if tool.Annotations != nil {
 				add(tool.Annotations.Title, wTitle)
 			}
-			first, rest := firstSentence(tool.Description)
-			add(first, wDesc)
-			add(rest, cfg.rest)
+			add(tool.Description, wDesc)
 			if cfg.params {
 				for name, desc := range params(tool.InputSchema) {
 					add(name, wParamName)
@@ -272,7 +255,7 @@ func newIndex(docs []Doc, cfg config) *Index {
 	if len(docs) > 0 {
 		avg := total / float64(len(docs))
 		for i := range docs {
-			ix.norm[i] = float32(k1 * (1 - cfg.b + cfg.b*dl[i]/avg))
+			ix.norm[i] = float32(k1 * (1 - b + b*dl[i]/avg))
 		}
 	}
 	if ix.surfaces != nil {
@@ -307,7 +290,7 @@ func newIndex(docs []Doc, cfg config) *Index {
 		}
 		avg := stotal / float64(ix.nsrv)
 		for n := range ix.srvNorm {
-			ix.srvNorm[n] = float32(k1 * (1 - cfg.b + cfg.b*sdl[n]/avg))
+			ix.srvNorm[n] = float32(k1 * (1 - b + b*sdl[n]/avg))
 		}
 	}
 	return ix
