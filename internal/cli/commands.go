@@ -24,9 +24,11 @@ Examples:
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
 			scriptCmd(), // script.go
+			planCmd(),   // plan.go
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
-			envCmd(), // env.go
+			contextCmd(), // context.go
+			envCmd(),     // env.go
 			daemonCmd(),
 			logCmd(),
 			uiCmd(), // ui.go

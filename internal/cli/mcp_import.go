@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nerve-dev/nerve/internal/clientconf"
+	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -334,6 +335,9 @@ func sameSpec(a, b node.Spec) bool {
 // warnUnset warns when a server refers to a variable that is not set in
 // this environment: the node would fail to start.
 func warnUnset(env *Env, it *importItem, file string) {
+	if r, _ := env.remote(); r != nil {
+		return // a daemon through ssh never sees this environment (docs/remote.md)
+	}
 	lookup := func(k string) (string, bool) {
 		v := env.getenv(k)
 		return v, v != ""
@@ -348,8 +352,12 @@ func warnUnset(env *Env, it *importItem, file string) {
 // environment), but a daemon that restarts will not, and the node would
 // fail to start then. It offers to keep it with `nerve env set`.
 func noteShellOnly(env *Env, it *importItem) {
+	if r, _ := env.remote(); r != nil {
+		return
+	}
 	kept := map[string]bool{}
-	if path, err := envPath(env); err == nil {
+	if p, err := env.paths(); err == nil {
+		path := daemon.EnvFile(p)
 		if es, err := envfile.Load(path); err == nil {
 			for _, e := range es {
 				kept[e.Key] = true

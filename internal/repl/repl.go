@@ -450,6 +450,7 @@ func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
 			return false
 		}
 	}
+	ctx = WithAsk(ctx, func(prompt string) (string, error) { return r.askLine(prompt, "") })
 	if err := r.opts.Exec(ctx, argv, r.out, r.errOut); err != nil {
 		r.printErr(err)
 	}
