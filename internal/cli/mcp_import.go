@@ -345,11 +345,16 @@ func replaceFailed(ctx context.Context, s *client.Session, it *importItem, tag s
 	it.Status, it.Info = "replaced", &r.Info
 }
 
-// sameSpec compares what a person wrote of two specs (not their state).
+// sameSpec compares what a person wrote of two specs (not their state,
+// nor where they were read).
 func sameSpec(a, b node.Spec) bool {
-	var oa, ob any
+	var oa, ob map[string]any
 	_ = json.Unmarshal(a.Options, &oa)
 	_ = json.Unmarshal(b.Options, &ob)
+	// Where the server was read is no part of what it is: a server that
+	// moved down its file is the same server.
+	delete(oa, "source")
+	delete(ob, "source")
 	return a.Kind == b.Kind && reflect.DeepEqual(a.Command, b.Command) && a.Cwd == b.Cwd &&
 		len(a.Env) == len(b.Env) && (len(a.Env) == 0 || reflect.DeepEqual(a.Env, b.Env)) && reflect.DeepEqual(oa, ob)
 }
