@@ -128,6 +128,8 @@ type Node struct {
 	restartDone   chan struct{}
 	restarts      int
 	failStreak    int
+	toolsNote     string    // the tools capability, when the server did not declare it (listing.go)
+	toolsWarning  string    // tools/list failed at start; the node runs without tools (listing.go)
 	catalogued    bool      // the lists come from (or were saved to) catalog.json
 	catalogSaved  time.Time // when the catalogue was written
 	onUpdated     func(uri string)
@@ -258,6 +260,9 @@ func (n *Node) startLocked(ctx context.Context) error {
 			}
 			return fmt.Errorf("starting node %q: %w", n.ID(), errStoppedDuringStart)
 		}
+		if n.server.Source != nil {
+			err = fmt.Errorf("%w\nfrom %s", err, n.server.Source)
+		}
 		n.Machine.To(node.Error, err.Error())
 		return err
 	}
@@ -381,14 +386,20 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		n.closeSession(ctx, c)
 		return nil, fmt.Errorf("node %s's server is nerve's own endpoint of node %s: a node reached through nerve can call back into nerve without end (a graph that called itself this way ran 9,980 calls deep) — call that node directly as @%s, and remove this one with `nerve node rm %s`", n.ID(), target, target, n.ID())
 	}
+	keep := false
 	if err := n.discover(sctx, c, listTools|listResources|listPrompts); err != nil {
-		return fail(err)
+		if keep = n.keepWithoutTools(err); !keep { // listing.go
+			return fail(err)
+		}
+		_ = n.discover(sctx, c, listResources|listPrompts)
 	}
 	n.mu.Lock()
 	n.conn = c
 	n.initResult = cs.InitializeResult()
 	n.mu.Unlock()
-	n.saveCatalog()
+	if !keep {
+		n.saveCatalog() // not a failed listing's empty one
+	}
 	return c, nil
 }
 
@@ -531,7 +542,7 @@ func (n *Node) watch(c *conn) {
 	if c.proc != nil {
 		c.proc.shutdown()
 	}
-	msg := n.explain(err, c.proc, false, false)
+	msg := n.withSource(n.explain(err, c.proc, false, false)) // listing.go
 	c.fault = errors.New(msg)
 	c.cancel()
 	close(c.done)
@@ -735,7 +746,8 @@ func (n *Node) Info() node.Info {
 	if st := n.State(); (st == node.Created || st == node.Stopped) && n.startsLazilyLocked() {
 		d["lazy"] = true
 	}
-	n.pingInfoLocked(d) // ping.go
+	n.pingInfoLocked(d)    // ping.go
+	n.listingInfoLocked(d) // listing.go
 	d["resources"] = len(n.resources)
 	d["resource_templates"] = len(n.templates)
 	d["prompts"] = len(n.prompts)
