@@ -25,7 +25,7 @@ Examples:
 			callCmd(),
 			scriptCmd(), // script.go
 			planCmd(),   // plan.go
-			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
+			withSub(mcpCmd(), mcpImportCmd(), mcpExportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; export: mcp_export.go; connect: mcp_connect.go
 			sessionCmd(),
 			contextCmd(), // context.go
 			envCmd(),     // env.go
