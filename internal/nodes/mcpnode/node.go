@@ -416,6 +416,12 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 	if len(n.opts.Roots) > 0 {
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
+	// Both modes of elicitation (2025-11-25): a URL-mode request goes
+	// where a form goes (Hooks.Elicit), and whoever answers shows the URL
+	// and waits for the person (the Commander, a graph's ask: step's
+	// asker), or passes it to an MCP client that declared URL mode (nerve
+	// mcp serve); issue 27.
+	caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	return mcp.NewClient(impl, &mcp.ClientOptions{
 		Capabilities: caps,
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -423,6 +429,11 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return n.elicit(ctx, c, req.Params)
+		},
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			if req.Params != nil {
+				n.log.Info("the server says a URL elicitation is complete", zap.String("elicitation", req.Params.ElicitationID))
+			}
 		},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.requestRefresh(listTools) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.requestRefresh(listResources) },
