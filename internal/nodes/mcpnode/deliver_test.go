@@ -147,3 +147,68 @@ func TestGuardHandsOnEvents(t *testing.T) {
 		})
 	}
 }
+
+// closingServer has one tool, "close", that closes its call's event stream
+// (SEP-1699), then logs and reports progress, and answers.
+func closingServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "closing", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "close"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		req.Extra.CloseSSEStream(mcp.CloseSSEStreamArgs{RetryAfter: 10 * time.Millisecond})
+		req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "after the close"})
+		if tok := req.Params.GetProgressToken(); tok != nil {
+			req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 1})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	return s
+}
+
+// TestRemoteStreamClosedMidCall: an http server that closes a call's event
+// stream before the result (SEP-1699) after an event with an ID is resumed
+// (GET with Last-Event-ID, after the server's retry delay), and what it
+// sends after the close reaches the caller, its result included. One that
+// closes it without an event ID to resume from (a server that keeps no
+// events: the Go SDK's conformance server over HTTP) has lost the result:
+// the call fails at once saying so, and the node stays READY (issue 27
+// item 3). Before, the call waited 3 s for a connection that had not
+// broken, then failed with the SDK's "request terminated without
+// response".
+func TestRemoteStreamClosedMidCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	t.Run("resumed", func(t *testing.T) {
+		n := remoteNode(t, "http", closingServer(), &mcp.StreamableHTTPOptions{EventStore: mcp.NewMemoryEventStore(nil)})
+		if err := n.SetLoggingLevel(ctx, "debug"); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 5 {
+			var mu sync.Mutex
+			var events []node.CallEvent
+			res, err := n.CallTool(ctx, &node.CallRequest{Tool: "close", Observe: func(e node.CallEvent) {
+				mu.Lock()
+				events = append(events, e)
+				mu.Unlock()
+			}})
+			if err != nil || text(t, res) != "done" {
+				t.Fatalf("call %d: %v, %v", i+1, res, err)
+			}
+			mu.Lock()
+			got := len(events)
+			mu.Unlock()
+			if got != 2 {
+				t.Fatalf("call %d: %d events reached the caller, want the log message and the progress sent after the close", i+1, got)
+			}
+		}
+	})
+	t.Run("not resumable", func(t *testing.T) {
+		n := remoteNode(t, "http", closingServer(), nil)
+		_, err := n.CallTool(ctx, &node.CallRequest{Tool: "close"})
+		want := `tool "close" on node "remote": the server closed the call's event stream before its result without sending an event ID to resume it from, so the result is lost and the tool may have run`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v\nwant %q", err, want)
+		}
+		if st := n.State(); st != node.Ready {
+			t.Fatalf("node is %s after the lost result (%s), want READY", st, n.Info().Error)
+		}
+	})
+}
