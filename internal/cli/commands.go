@@ -27,6 +27,7 @@ Examples:
 				Complete: "node",
 				Run:      runTools,
 			},
+			toolCmd(), // tool.go
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
