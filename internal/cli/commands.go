@@ -27,9 +27,9 @@ Examples:
 				Complete: "node",
 				Run:      runTools,
 			},
-			toolCmd(), // tool.go
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
+			toolCmd(),
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
 			envCmd(), // env.go
