@@ -275,6 +275,7 @@ func (d *Daemon) newHeldLocked(name string) *held {
 		}
 	}
 	h.s = session.New(name, d.opts.Registry, opts)
+	h.s.SetApprover(approver(h.s)) // approve.go
 	d.sessions[name] = h
 	return h
 }

@@ -188,6 +188,9 @@ type streamAttachment struct {
 	// commander marks a REPL's stream: it is offered requests first and
 	// may pass them on (api.AttachPass).
 	commander bool
+	// seq orders streams by when they attached (approve.go asks the
+	// latest Commander).
+	seq uint64
 }
 
 // attachMember is one member of an attachGroup: an attach stream, or
@@ -455,7 +458,7 @@ func (d *Daemon) handleMCPAttach(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
 	a := &streamAttachment{w: w, enc: json.NewEncoder(w), ctx: r.Context(),
-		commander: r.URL.Query().Get("as") == api.AttachAsCommander}
+		commander: r.URL.Query().Get("as") == api.AttachAsCommander, seq: attachSeq.Add(1)}
 	leave := joinAttachGroup(b, s, id, a)
 	defer leave()
 	defer func() {

@@ -74,6 +74,7 @@ type Session struct {
 
 	settingsMu sync.Mutex
 	settings   Settings
+	policy     policyState // policy.go
 
 	// mu guards the fields below.
 	mu    sync.RWMutex
@@ -674,8 +675,9 @@ func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
 	return ts
 }
 
-// call is Call without telling Options.OnCall.
-func (s *Session) call(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
+// call is Call without telling Options.OnCall; dec receives the call
+// policy's decision, if it had one to make.
+func (s *Session) call(ctx context.Context, id string, req *node.CallRequest, dec *Decision) (*mcp.CallToolResult, error) {
 	e, err := s.entry(id)
 	if err != nil {
 		return nil, err
@@ -708,6 +710,9 @@ func (s *Session) call(ctx context.Context, id string, req *node.CallRequest) (*
 		if req, err = t.view.request(req); err != nil {
 			return nil, fmt.Errorf("@%s %s: %w", id, shown, err)
 		}
+	}
+	if res := s.gate(ctx, id, shown, req.Tool, req.Arguments, dec); res != nil {
+		return res, nil // refused by the call policy (policy.go)
 	}
 	// Starts a lazy node; waits for one that is starting or stopping.
 	if err := s.await(ctx, e, true); err != nil {
