@@ -28,5 +28,5 @@ func (g *cgroup) kill()         {}
 func (g *cgroup) remove() error { return nil }
 func (g *cgroup) start(mk func() *exec.Cmd, reap func(*exec.Cmd)) (*exec.Cmd, error) {
 	cmd := mk()
-	return cmd, startLocked(cmd, nil, nil, reap)
+	return cmd, startOnLockedThread(cmd, nil, nil, reap)
 }

@@ -206,7 +206,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 	return p, nil
 }
 
-// startLocked starts cmd from a goroutine locked to its OS thread and runs
+// startOnLockedThread starts cmd from a goroutine locked to its OS thread and runs
 // reap on that goroutine, unlocking only once the child is reaped. enter
 // and leave, when set, run on that thread just before and after the fork
 // (a v1 cgroup is joined by thread); a failed enter fails the start.
@@ -219,7 +219,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 // signal mean exactly "the daemon died". It costs one thread per child,
 // which cmd.Wait blocks anyway. (A locked thread also never clones the
 // runtime's new threads, so one in a child's cgroup stays alone there.)
-func startLocked(cmd *exec.Cmd, enter func() error, leave func() error, reap func(*exec.Cmd)) error {
+func startOnLockedThread(cmd *exec.Cmd, enter func() error, leave func() error, reap func(*exec.Cmd)) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

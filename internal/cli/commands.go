@@ -29,6 +29,7 @@ Examples:
 			},
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
+			scriptCmd(), // script.go
 			toolCmd(),
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),

@@ -250,7 +250,8 @@ func examples(node string, t *mcp.Tool, single bool) []string {
 }
 
 // exampleParams picks what an example fills in: the required parameters,
-// or the first optional one when nothing is required.
+// or, when nothing is required, the one that takes free text (bash's
+// command, beside its optional args and argv), else the first.
 func exampleParams(s schemaObj) []param {
 	ps := properties(s, s)
 	var req []param
@@ -260,6 +261,13 @@ func exampleParams(s schemaObj) []param {
 		}
 	}
 	if len(req) == 0 && len(ps) > 0 {
+		if raw := rawParamOf(s); raw != "" {
+			for _, p := range ps {
+				if p.Name == raw {
+					return []param{p}
+				}
+			}
+		}
 		return ps[:1]
 	}
 	return req

@@ -23,6 +23,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/dashboard"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
+	"github.com/nerve-dev/nerve/internal/syncs"
 
 	"go.uber.org/zap"
 
@@ -236,6 +237,7 @@ func (d *Daemon) addDefaults(ctx context.Context, s *session.Session) {
 }
 
 func (d *Daemon) newHeldLocked(name string) *held {
+	syncs.AssertLocked(&d.mu)
 	h := &held{}
 	opts := &session.Options{Logger: d.log, MCPEndpoint: d.sessionEndpoint(name)}
 	if d.calls != nil || d.ui != nil {
@@ -281,6 +283,7 @@ func (d *Daemon) newHeldLocked(name string) *held {
 }
 
 func (d *Daemon) namesLocked() []string {
+	syncs.AssertLocked(&d.mu)
 	names := make([]string, 0, len(d.sessions))
 	for n := range d.sessions {
 		names = append(names, n)

@@ -41,6 +41,8 @@ func (d *Daemon) routes() http.Handler {
 		{"POST /v1/sessions/{session}/nodes/{node}/call", http.HandlerFunc(d.handleCall)},       // call.go
 		{"GET /v1/sessions/{session}/nodes/{node}/runs/{run}", d.inSession(false, d.handleRun)}, // runs.go
 		{"POST /v1/sessions/{session}/nodes/{node}/reset", http.HandlerFunc(d.handleReset)},
+		{"POST /v1/sessions/{session}/script", d.inSession(false, d.handleScript)}, // script.go
+		{"GET /v1/sessions/{session}/script", d.inSession(false, d.handleScriptTool)},
 		{"GET /v1/sessions/{session}/nodes/{node}/resources", http.HandlerFunc(d.handleResources)},
 		{"POST /v1/sessions/{session}/nodes/{node}/resources/read", http.HandlerFunc(d.handleReadResource)},
 		{"GET /v1/sessions/{session}/nodes/{node}/prompts", http.HandlerFunc(d.handlePrompts)},

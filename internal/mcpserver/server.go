@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/sendq"
 	"github.com/nerve-dev/nerve/internal/toolsearch"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -97,6 +98,9 @@ type Server struct {
 	// "" (stdio); set before Run.
 	via string
 
+	// updates queues resources/updated news for the clients (attachment).
+	updates *sendq.Queue[string]
+
 	// inflightMu guards inflight: the client of each tool call running,
 	// in the order they started.
 	inflightMu sync.Mutex
@@ -148,6 +152,7 @@ func New(b Backend, opts *Options) *Server {
 	}
 	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
 	s.srv.AddReceivingMiddleware(s.middleware)
+	s.updates = sendq.New(64<<10, s.sendUpdates)
 	return s
 }
 

@@ -171,15 +171,6 @@ func build(root, pkg string) (string, error) {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%w\n%s", err, msg)
 	}
-	if filepath.Clean(pkg) == "cmd/nerve" {
-		// The nerve command is a front that runs nerve-core from beside
-		// it for all but a one-shot call (internal/front).
-		cmd := exec.Command(goBin, "build", "-o", filepath.Join(binDir, "nerve-core"), "./cmd/nerve-core")
-		cmd.Dir = root
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%w\n%s", err, msg)
-		}
-	}
 	return out, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -192,6 +193,7 @@ func params(schema any) map[string]string {
 // and at camelCase humps (readTextFile, HTTPServer), dropping stop words.
 func Tokens(text string) []string {
 	var out []string
+	stop := stopWords()
 	emit := func(w string) {
 		w = strings.ToLower(w)
 		if w == "" || stop[w] {
@@ -229,16 +231,17 @@ func Tokens(text string) []string {
 	return out
 }
 
-// stop are words that say nothing about what a tool does.
-var stop = map[string]bool{}
-
-func init() {
+// stopWords are words that say nothing about what a tool does, made on
+// first use rather than at every start of nerve (STYLE.md, practice 16).
+var stopWords = sync.OnceValue(func() map[string]bool {
+	stop := map[string]bool{}
 	for w := range strings.FieldsSeq(`a an the and or of to in on for with from by as at is are be
 		been this that these those it its into can will you your i me my we our do does how what
 		which who should would could please there some any has have if then than so also`) {
 		stop[w] = true
 	}
-}
+	return stop
+})
 
 // stem removes the common English endings so that "files", "file",
 // "reading", "read", "created" and "create" meet: plurals, -ing, -ed,

@@ -28,6 +28,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/internal/nodes/llm/provider"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -99,6 +100,9 @@ type Options struct {
 	// Timeout bounds one HTTP request to the provider, streaming included
 	// ("90s"; default 5m). 429 and 5xx answers are retried with backoff.
 	Timeout node.Duration `json:"timeout,omitempty"`
+	// Retry tunes those retries (attempts, base, max); nil keeps
+	// provider.DefaultRetry.
+	Retry *mcpconf.Retry `json:"retry,omitempty"`
 	// Stream asks for SSE streaming (default true); false for servers that
 	// stream badly.
 	Stream *bool `json:"stream,omitempty"`
@@ -169,7 +173,7 @@ func (o *Options) validate() error {
 			return fmt.Errorf("--tools entry %q is not a valid glob: %w", p, err)
 		}
 	}
-	return nil
+	return o.Retry.Check()
 }
 
 func (o *Options) stream() bool { return o.Stream == nil || *o.Stream }
@@ -263,6 +267,7 @@ func decodeState(raw json.RawMessage) ([]provider.Message, error) {
 
 // saveLocked persists the conversation. n.mu must be held.
 func (n *Node) saveLocked() {
+	syncs.AssertLocked(&n.mu)
 	if n.env.SaveState == nil {
 		return
 	}
@@ -330,6 +335,7 @@ func (n *Node) newClient() (provider.Client, error) {
 		Headers: headers,
 		Stream:  n.opts.stream(),
 		Timeout: time.Duration(n.opts.Timeout),
+		Retry:   n.opts.Retry.Over(provider.DefaultRetry),
 	}
 	if n.opts.Provider == ProviderAnthropic {
 		return provider.NewAnthropic(cfg), nil

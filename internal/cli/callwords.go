@@ -1,30 +1,8 @@
-// Package callline is what `nerve call` says and sends, shared by the
-// front (cmd/nerve) and the whole program (internal/cli): the Commander
-// line its words make, the node that line names, and the lines it shows
-// for a call's progress. It links only pkg/api and the standard library.
-package callline
+package cli
 
-import (
-	"fmt"
-	"strings"
+import "strings"
 
-	"github.com/nerve-dev/nerve/pkg/api"
-)
-
-// Node returns the node a Commander line starting with '@' names, or ""
-// for any other line.
-func Node(line string) string {
-	if !strings.HasPrefix(line, "@") {
-		return ""
-	}
-	end := strings.IndexAny(line[1:], " \t\n.?")
-	if end < 0 {
-		return line[1:]
-	}
-	return line[1 : 1+end]
-}
-
-// Join joins nerve call's words into a Commander line that the
+// callLine joins nerve call's words into a Commander line that the
 // Commander splits into the same words: each word is quoted for a shell
 // where it needs it (in single quotes; a quote inside is closed, escaped
 // and reopened), which both the Commander's
@@ -32,7 +10,7 @@ func Node(line string) string {
 // first word, a lone ?, and JSON ({…} or […]) stay as they are; in
 // key=value only the value is quoted. A line with one word after the node
 // is left as it is.
-func Join(words []string) string {
+func callLine(words []string) string {
 	if len(words) <= 2 {
 		// One word after the node: the person quoted the whole rest for
 		// nerve (`nerve call @bash 'ls | wc -l'`, `nerve call @echo "a b"`):
@@ -54,11 +32,11 @@ func Join(words []string) string {
 				if strings.HasPrefix(v, "{") || strings.HasPrefix(v, "[") {
 					b.WriteString(v)
 				} else {
-					b.WriteString(Quote(v))
+					b.WriteString(shellQuote(v))
 				}
 				continue
 			}
-			b.WriteString(Quote(w))
+			b.WriteString(shellQuote(w))
 		}
 	}
 	return strings.TrimSpace(b.String())
@@ -77,9 +55,9 @@ func isKey(k string) bool {
 	return true
 }
 
-// Quote quotes w for a POSIX shell unless every byte of it is plain
+// shellQuote quotes w for a POSIX shell unless every byte of it is plain
 // (a trailing ? is left alone: `@fs read_file?` asks for help).
-func Quote(w string) string {
+func shellQuote(w string) string {
 	if w == "" {
 		return "''"
 	}
@@ -96,19 +74,4 @@ func Quote(w string) string {
 		return w
 	}
 	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
-}
-
-// Event is the line `nerve call` shows on stderr for a progress or log
-// event of a call to node, and false for any other event.
-func Event(node string, ev api.CallEvent) (string, bool) {
-	switch ev.Kind {
-	case api.EventProgress:
-		if ev.Total > 0 {
-			return fmt.Sprintf("@%s: %.0f/%.0f %s\n", node, ev.Progress, ev.Total, ev.Message), true
-		}
-		return fmt.Sprintf("@%s: %v %s\n", node, ev.Progress, ev.Message), true
-	case api.EventLog:
-		return fmt.Sprintf("@%s %s: %s\n", node, ev.Level, strings.TrimSpace(string(ev.Data))), true
-	}
-	return "", false
 }
