@@ -34,6 +34,7 @@ Examples:
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
 			envCmd(), // env.go
+			secretCmd(),
 			daemonCmd(),
 			logCmd(),
 			uiCmd(), // ui.go

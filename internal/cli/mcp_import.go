@@ -335,6 +335,15 @@ func sameSpec(a, b node.Spec) bool {
 // this environment: the node would fail to start.
 func warnUnset(env *Env, it *importItem, file string) {
 	lookup := func(k string) (string, bool) {
+		if name, ok := strings.CutPrefix(k, node.SecretPrefix); ok {
+			// ${keychain:NAME}: in nerve's secrets, not this environment.
+			if secrets, err := openSecrets(env); err == nil {
+				if _, err := secrets.Get(name); err == nil {
+					return "set", true
+				}
+			}
+			return "", false
+		}
 		v := env.getenv(k)
 		return v, v != ""
 	}

@@ -49,6 +49,9 @@ type Options struct {
 	// MCPEndpoint, if set, is every node's node.Env.MCPEndpoint: the
 	// session's own MCP endpoint.
 	MCPEndpoint func() (url, token string, ok bool)
+	// Secret, if set, answers a node's ${keychain:NAME} (vars.go): the
+	// value of secret name, never saved, logged or shown.
+	Secret func(name string) (value string, ok bool)
 }
 
 // Session owns a set of nodes. It is safe for concurrent use.
@@ -70,6 +73,7 @@ type Session struct {
 	startsDone bool
 	toolsets   atomic.Pointer[node.Toolset]
 	extraEnv   func() ([]string, string)
+	secret     func(string) (string, bool)
 	onCall     func(context.Context, *CallInfo)
 	endpoint   func() (url, token string, ok bool)
 
@@ -156,6 +160,7 @@ func New(name string, reg *Registry, opts *Options) *Session {
 		dir:      opts.Dir,
 		save:     opts.Save,
 		extraEnv: opts.ExtraEnv,
+		secret:   opts.Secret,
 		onCall:   opts.OnCall,
 		endpoint: opts.MCPEndpoint,
 		nodes:    make(map[string]*entry),
