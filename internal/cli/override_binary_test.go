@@ -112,6 +112,12 @@ func TestBinaryToolOverride(t *testing.T) {
 	if out := n.Must("tools", "ev"); !strings.Contains(out, "ev.say") {
 		t.Errorf("nerve tools ev = %q", out)
 	}
+	// Code mode: the script's function is the new name, with the fixed value.
+	n.Stdin = "result = ev.say()\n"
+	if out := n.Must("script", "-"); strings.TrimSpace(out) != "fixed words" {
+		t.Errorf("nerve script ev.say() = %q", out)
+	}
+	n.Stdin = ""
 	if out := n.Must("tool", "override", "ev.say"); !strings.Contains(out, `fixed        text="fixed words"`) {
 		t.Errorf("tool override ev.say (show) = %q", out)
 	}

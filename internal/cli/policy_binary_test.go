@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/fixtures/llmserver"
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/pkg/api"
@@ -121,6 +122,25 @@ func TestBinaryPolicyAsksMCPClient(t *testing.T) {
 	}
 	mu.Unlock()
 
+	// An llm node's tool call on behalf of this client's call is asked of
+	// this client, named as the llm's.
+	setAnswer("accept")
+	llm := llmserver.Start(
+		llmserver.Turn{ToolCalls: []llmserver.ToolCall{{Name: "ev__echo", Arguments: `{"text":"via the agent"}`}}},
+		llmserver.Turn{Text: "done"},
+	)
+	defer llm.Close()
+	n.Must("node", "add", "llm", "ag", "--base-url", llm.URL, "--model", "m", "--tools", "ev")
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ag.chat", Arguments: map[string]any{"message": "echo something"}})
+	if err != nil || res.IsError || !strings.Contains(resultText(res), "done") {
+		t.Errorf("ag.chat = %q, %v", resultText(res), err)
+	}
+	mu.Lock()
+	if last := asked[len(asked)-1].Message; !strings.Contains(last, "llm:ag wants to call ev.echo") || !strings.Contains(last, `"via the agent"`) {
+		t.Errorf("the client was asked %q; want the llm's call", last)
+	}
+	mu.Unlock()
+
 	// A client that cannot show a form, and no Commander: nobody to ask.
 	ms, err := mcp.NewClient(&mcp.Implementation{Name: "script"}, nil).Connect(ctx,
 		&mcp.CommandTransport{Command: n.Command("mcp", "serve"), TerminateDuration: time.Second}, nil)
@@ -154,7 +174,8 @@ func TestBinaryPolicyAsksMCPClient(t *testing.T) {
 	}
 	want := []string{
 		"echo approved by mcp:person", "echo denied by mcp:person", "echo approved by mcp:person",
-		"echo approved by mcp:person (remembered)", "echo timed_out", "fail denied", "echo no_one", "echo -",
+		"echo approved by mcp:person (remembered)", "echo timed_out", "fail denied",
+		"echo approved by mcp:person", "chat allowed", "echo no_one", "echo -",
 	}
 	if strings.Join(outcomes, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the call log's decisions:\n%s\nwant\n%s", strings.Join(outcomes, "\n"), strings.Join(want, "\n"))
