@@ -115,6 +115,11 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A Windows batch file runs through cmd.exe, with a line quoted for it.
+	exe, line, err := commandLine(path, argv)
+	if err != nil {
+		return nil, err
+	}
 	if dir != "" {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, &Error{Reason: BadDir, Name: argv[0], Path: path, Dir: dir}
@@ -166,7 +171,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 	}
 	p.links = fileLinks(append([]*os.File{stdin, stdout, stderr}, o.ExtraFiles...)...)
 	mk := func() *exec.Cmd {
-		return &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr(o.Setsid),
+		return &exec.Cmd{Path: exe, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr(o.Setsid, line),
 			Stdin: stdin, Stdout: stdout, Stderr: stderr, ExtraFiles: o.ExtraFiles}
 	}
 	// Held until the child and its lifeline are registered, so the

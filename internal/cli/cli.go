@@ -43,6 +43,9 @@ type Env struct {
 	Color *bool
 	// Embedded runs an in-process daemon instead of using the socket.
 	Embedded bool
+	// Host is -H: the daemon of another machine, ssh://[user@]host[:port];
+	// "" leaves it to NERVE_HOST, then the current context (context.go).
+	Host string
 	// Client, if set, is used as is; otherwise Connect makes one (starting
 	// the daemon when needed, or an embedded one).
 	Client *client.Client
@@ -114,6 +117,9 @@ func (e *Env) apply(inv *Invocation) *Env {
 	}
 	if inv.Bool("embedded") {
 		c.Embedded = true
+	}
+	if h := inv.Flag("host"); h != "" {
+		c.Host = h
 	}
 	return &c
 }

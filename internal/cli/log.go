@@ -37,6 +37,9 @@ func logCmd() *Command {
 const followPoll = 200 * time.Millisecond
 
 func runLog(ctx context.Context, env *Env, inv *Invocation) error {
+	if err := notThroughSSH(env, inv); err != nil {
+		return err // the call log is the daemon's machine's file
+	}
 	n := 20
 	if v := inv.Flag("lines"); v != "" {
 		var err error

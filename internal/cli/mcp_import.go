@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nerve-dev/nerve/internal/clientconf"
+	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -334,10 +335,17 @@ func sameSpec(a, b node.Spec) bool {
 // warnUnset warns when a server refers to a variable that is not set in
 // this environment: the node would fail to start.
 func warnUnset(env *Env, it *importItem, file string) {
+	if r, _ := env.remote(); r != nil {
+		return // a daemon through ssh never sees this environment (docs/remote.md)
+	}
 	lookup := func(k string) (string, bool) {
 		if name, ok := strings.CutPrefix(k, node.SecretPrefix); ok {
-			// ${keychain:NAME}: in nerve's secrets, not this environment.
-			if secrets, err := openSecrets(env); err == nil {
+			// ${keychain:NAME}: in nerve's secrets, not this environment;
+			// a daemon elsewhere has its own, which only it can read.
+			if r, _ := env.remote(); r != nil {
+				return "set", true
+			}
+			if secrets, err := openLocalSecrets(env); err == nil {
 				if _, err := secrets.Get(name); err == nil {
 					return "set", true
 				}
@@ -357,8 +365,12 @@ func warnUnset(env *Env, it *importItem, file string) {
 // environment), but a daemon that restarts will not, and the node would
 // fail to start then. It offers to keep it with `nerve env set`.
 func noteShellOnly(env *Env, it *importItem) {
+	if r, _ := env.remote(); r != nil {
+		return
+	}
 	kept := map[string]bool{}
-	if path, err := envPath(env); err == nil {
+	if p, err := env.paths(); err == nil {
+		path := daemon.EnvFile(p)
 		if es, err := envfile.Load(path); err == nil {
 			for _, e := range es {
 				kept[e.Key] = true

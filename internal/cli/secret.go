@@ -50,8 +50,16 @@ Examples:
 	}
 }
 
-// openSecrets opens nerve's secrets in the store sign-ins use.
-func openSecrets(env *Env) (*tokenstore.Secrets, error) {
+// openSecrets opens nerve's secrets in the store sign-ins use: this
+// machine's, so not for a daemon reached through ssh, which reads its own.
+func openSecrets(env *Env, inv *Invocation) (*tokenstore.Secrets, error) {
+	if err := notThroughSSH(env, inv); err != nil {
+		return nil, err
+	}
+	return openLocalSecrets(env)
+}
+
+func openLocalSecrets(env *Env) (*tokenstore.Secrets, error) {
 	p, err := env.paths()
 	if err != nil {
 		return nil, err
@@ -80,6 +88,9 @@ func runSecretSet(ctx context.Context, env *Env, inv *Invocation) error {
 		return usagef(inv, "%q is not a secret name: use letters, digits and _, not starting with a digit (as in ${keychain:NAME})", inv.Args[0])
 	}
 	name := inv.Args[0]
+	if err := notThroughSSH(env, inv); err != nil {
+		return err // before the value is typed
+	}
 	value, err := readSecret(env, name)
 	if err != nil {
 		return err
@@ -87,7 +98,7 @@ func runSecretSet(ctx context.Context, env *Env, inv *Invocation) error {
 	if value == "" {
 		return usagef(inv, "the value is empty: nothing stored (type the value, or pipe it in)")
 	}
-	secrets, err := openSecrets(env)
+	secrets, err := openSecrets(env, inv)
 	if err != nil {
 		return err
 	}
@@ -130,7 +141,7 @@ func runSecretRm(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) == 0 {
 		return usagef(inv, "`nerve secret rm` needs a NAME")
 	}
-	secrets, err := openSecrets(env)
+	secrets, err := openSecrets(env, inv)
 	if err != nil {
 		return err
 	}
@@ -151,7 +162,7 @@ func runSecretLs(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) > 0 {
 		return usagef(inv, "`nerve secret ls` takes no arguments")
 	}
-	secrets, err := openSecrets(env)
+	secrets, err := openSecrets(env, inv)
 	if err != nil {
 		return err
 	}

@@ -108,6 +108,7 @@ func usagef(inv *Invocation, format string, args ...any) error {
 var globalFlags = []*Flag{
 	{Name: "session", Short: "s", Value: "NAME", Usage: "use session NAME (default: $NERVE_SESSION or \"default\")"},
 	{Name: "embedded", Usage: "run an in-process session instead of using the daemon (nothing is saved)"},
+	{Name: "host", Short: "H", Value: "ssh://[USER@]HOST[:PORT]", Usage: "use the daemon of another machine, through ssh (default: $NERVE_HOST, else the current context)"},
 	{Name: "json", Usage: "print the answer as JSON"},
 	{Name: "help", Short: "h", Usage: "show help for the command"},
 }

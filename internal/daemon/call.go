@@ -93,7 +93,7 @@ func (cs *callStream) write(batch []sendq.Item[[]byte]) {
 func (cs *callStream) writeSkipped(n int) {
 	msg := fmt.Sprintf("nerve skipped %d events of this call: its client did not read them in time (was it suspended?)", n)
 	data, _ := json.Marshal(msg)
-	b, _ := json.Marshal(&api.CallLine{CallEvent: node.CallEvent{Kind: api.EventLog, Level: "warning", Logger: "nerve", Text: msg, Data: data}})
+	b, _ := json.Marshal(&api.CallLine{CallEvent: node.CallEvent{Kind: api.EventLog, Level: "warning", Logger: "nerve", Text: msg, Data: data}, Skipped: n})
 	_, _ = cs.w.Write(append(b, '\n'))
 }
 

@@ -18,7 +18,8 @@ func (d *Daemon) routes() http.Handler {
 		{"DELETE /v1/sessions/{session}", http.HandlerFunc(d.handleRemoveSession)},
 		{"GET /v1/sessions/{session}/events", http.HandlerFunc(d.handleEvents)},
 		{"GET /v1/sessions/{session}/tools", d.inSession(false, d.handleToolset)},
-		{"POST /v1/sessions/{session}/ui", d.inSession(false, d.handleUI)}, // dashboard.go
+		{"GET /v1/sessions/{session}/tools/search", d.inSession(false, d.handleToolSearch)}, // search.go
+		{"POST /v1/sessions/{session}/ui", d.inSession(false, d.handleUI)},                  // dashboard.go
 
 		// inSession: the session must exist (or, with true, is made).
 		{"GET /v1/sessions/{session}/nodes", d.inSession(false, d.handleNodes)},

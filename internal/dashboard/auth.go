@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/syncs"
 )
 
 // How the dashboard lets a browser in. `nerve ui` asks the daemon (over
@@ -113,6 +115,7 @@ func (g *gate) visit(r *http.Request) (*visit, bool) {
 }
 
 func (g *gate) pruneLocked(now time.Time) {
+	syncs.AssertLocked(&g.mu)
 	for t, exp := range g.tokens {
 		if !now.Before(exp) {
 			delete(g.tokens, t)

@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -171,6 +172,7 @@ func (b *callBus) notify(name, event string, data any) {
 }
 
 func (b *callBus) deliverLocked(name string, m message) {
+	syncs.AssertLocked(&b.mu)
 	for l := range b.subs {
 		if l.session != name {
 			continue

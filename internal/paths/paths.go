@@ -1,7 +1,8 @@
 // Package paths says where nerve keeps its files: the state folder (saved
-// sessions, logs, the call log, REPL history) and the runtime folder (the
-// daemon's socket and lock). NERVE_HOME puts everything under one folder;
-// tests use it. Only commands and the daemon import it.
+// sessions, logs, the call log, REPL history, the contexts of `nerve
+// context`) and the runtime folder (the daemon's socket and lock).
+// NERVE_HOME puts everything under one folder; tests use it. Only
+// commands and the daemon import it.
 package paths
 
 import (
@@ -31,6 +32,9 @@ type Paths struct {
 	History string
 	// Sessions holds <name>.json (saved specs) and <name>/ (node folders).
 	Sessions string
+	// Contexts names the daemons of other machines (`nerve context`) and
+	// the one commands use.
+	Contexts string
 }
 
 // maxSocketPath is the longest Unix socket path that works everywhere
@@ -40,7 +44,8 @@ const maxSocketPath = 103
 // FromEnv returns the paths from the environment read through getenv:
 // NERVE_HOME overrides everything; otherwise XDG_STATE_HOME/nerve (or
 // ~/.local/state/nerve, %LOCALAPPDATA%\nerve on Windows) and
-// XDG_RUNTIME_DIR/nerve (or /tmp/nerve-$UID).
+// XDG_RUNTIME_DIR/nerve (or /tmp/nerve-$UID, the state folder's run on
+// Windows).
 func FromEnv(getenv func(string) string) (Paths, error) {
 	if home := getenv("NERVE_HOME"); home != "" {
 		abs, err := filepath.Abs(home)
@@ -53,7 +58,7 @@ func FromEnv(getenv func(string) string) (Paths, error) {
 	if err != nil {
 		return Paths{}, err
 	}
-	return Under(state, runtimeDir(getenv)), nil
+	return Under(state, runtimeDir(getenv, state)), nil
 }
 
 // Under returns the paths for a state folder and a runtime folder.
@@ -67,6 +72,7 @@ func Under(state, run string) Paths {
 		CallLog:  filepath.Join(state, "calls.jsonl"),
 		History:  filepath.Join(state, "history"),
 		Sessions: filepath.Join(state, "sessions"),
+		Contexts: filepath.Join(state, "contexts.json"),
 	}
 }
 
@@ -90,9 +96,16 @@ func stateDir(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "state", "nerve"), nil
 }
 
-func runtimeDir(getenv func(string) string) string {
+func runtimeDir(getenv func(string) string, state string) string {
 	if d := getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "nerve")
+	}
+	if runtime.GOOS == "windows" {
+		// Windows has no uid to name a folder in %TEMP% by (os.Getuid is
+		// -1), and Disk Cleanup empties %TEMP%: the state folder, in
+		// %LOCALAPPDATA%, which only the user may open, holds the socket
+		// and the lock, as under NERVE_HOME.
+		return filepath.Join(state, "run")
 	}
 	return filepath.Join(os.TempDir(), "nerve-"+strconv.Itoa(os.Getuid()))
 }

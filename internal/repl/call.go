@@ -94,6 +94,12 @@ func (r *repl) show(ln *commander.Line, res *mcp.CallToolResult, err error, took
 	}
 	opts := commander.RenderOptions{Style: r.style, HideStructuredBesideText: true}
 	rd := commander.RenderResult(res, opts)
+	if st.gap {
+		// What was streamed has holes: it is neither shown as the output
+		// nor saved as it; the result, which is whole, is.
+		fmt.Fprintln(r.out, paint(r.style, r.style.Dim, "(this terminal fell behind and missed some of the streamed text; the whole result follows)"))
+		st = streamed{}
+	}
 	if st.cut {
 		r.showStreamCut(st)
 	}
@@ -171,6 +177,7 @@ type status struct {
 	streamed strings.Builder
 	printed  int  // bytes of streamed text printed
 	cut      bool // streamed text past commander.DefaultMaxBytes was not printed
+	gap      bool // the daemon dropped events this terminal did not read in time
 	frame    int
 	paused   bool     // a request from a server is being answered
 	held     []string // log and step lines held back meanwhile
@@ -209,6 +216,9 @@ func (s *status) event(l api.CallLine) {
 			s.midLine = !strings.HasSuffix(text, "\n")
 		}
 	case node.EventLog:
+		if l.Skipped > 0 {
+			s.gap = true // the streamed text lacks what the daemon dropped
+		}
 		data := strings.TrimSpace(string(l.Data))
 		s.sideLineLocked(fmt.Sprintf("[%s] %s", l.Level, data))
 	case node.EventStep:
@@ -342,7 +352,7 @@ func progressBar(progress, total float64) string {
 func (s *status) streamedText() streamed {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return streamed{text: s.streamed.String(), printed: s.printed, cut: s.cut}
+	return streamed{text: s.streamed.String(), printed: s.printed, cut: s.cut, gap: s.gap}
 }
 
 // streamed is the text a call streamed while it ran.
@@ -350,6 +360,7 @@ type streamed struct {
 	text    string
 	printed int
 	cut     bool
+	gap     bool // the daemon dropped some of it: only the result is whole
 }
 
 // afterStreamed returns res without the text that was already streamed

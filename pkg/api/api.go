@@ -118,6 +118,25 @@ type Tool struct {
 	Tool json.RawMessage `json:"tool"`
 }
 
+// ToolSearch answers GET /v1/sessions/{s}/tools/search?q=WORDS (and
+// &limit=N, &now=1 not to wait for nodes that are starting): the
+// session's tools ranked for the words, as search_tools ranks them.
+type ToolSearch struct {
+	Tools []FoundTool `json:"tools"`
+	// Of is how many tools the search went through.
+	Of int `json:"of"`
+	// Nearest: no tool matched the words; Tools are the nearest by
+	// spelling. A search answers empty only when there is no tool.
+	Nearest bool `json:"nearest,omitempty"`
+}
+
+// FoundTool is one tool a search found, and its score (higher is
+// better; comparable within one answer only).
+type FoundTool struct {
+	Tool
+	Score float64 `json:"score"`
+}
+
 // CallRequest is the body of POST /v1/sessions/{s}/nodes/{n}/call.
 type CallRequest struct {
 	// Line, instead of Tool and Arguments, is a whole Commander line naming
@@ -159,6 +178,11 @@ type CallLine struct {
 	// Tools is the node's tools (a JSON list of MCP tools) on a LineTools
 	// line.
 	Tools json.RawMessage `json:"tools,omitempty"`
+	// Skipped, on the daemon's warning log line, is how many events of
+	// the call it dropped just before this line because the client did
+	// not read them in time: text streamed so far has a gap, and only the
+	// result is whole.
+	Skipped int `json:"skipped,omitempty"`
 }
 
 // NodeResponse answers add, replace and restart with the node's Info

@@ -147,7 +147,9 @@ func (c *Client) sendWith(ctx context.Context, method, path string, hdr http.Hea
 		}
 	}
 	resp, err := c.sendOnce(ctx, method, path, hdr, body != nil, data)
-	if err != nil && c.opts.Revive != nil && unsent(method, err) && ctx.Err() == nil && revives(ctx) {
+	// A daemon through ssh that ssh could not reach is not revived: ssh
+	// would fail the same way again.
+	if err != nil && c.opts.Revive != nil && unsent(method, err) && sshError(err) == nil && ctx.Err() == nil && revives(ctx) {
 		if rerr := c.opts.Revive(ctx); rerr != nil {
 			return nil, rerr
 		}
@@ -230,6 +232,9 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Hea
 			return nil, ctx.Err()
 		}
 		err = unwrapURL(err)
+		if se := sshError(err); se != nil {
+			return nil, se // its message says what failed and what to do
+		}
 		if conn != nil && !conn.wrote.Load() {
 			err = &notSentError{err}
 		}
@@ -379,6 +384,16 @@ func (s *Session) AddNode(ctx context.Context, spec api.Spec) (api.NodeResponse,
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes", spec, &r)
 	return r, err
+}
+
+// CheckNode checks spec as AddNode would — its id free, its kind's check
+// (a graph's mistakes, each at LINE:COLUMN) — and adds nothing: the
+// check's warnings, or the error AddNode would answer (ErrBadRequest,
+// ErrExists).
+func (s *Session) CheckNode(ctx context.Context, spec api.Spec) ([]string, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes?dry_run=1", spec, &r)
+	return r.Warnings, err
 }
 
 // Replace puts a node built from spec in the place of node spec.ID in one
@@ -540,6 +555,9 @@ func (s *Session) call(ctx context.Context, id string, req api.CallRequest, obse
 		if err := dec.Decode(&line); err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
+			}
+			if se := sshError(err); se != nil {
+				return nil, nil, se
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, nil, fmt.Errorf("%w: the call's answer was cut before its result (did the daemon stop? see `nerve daemon status`)", ErrDaemonUnavailable)

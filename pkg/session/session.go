@@ -81,6 +81,8 @@ type Session struct {
 	settings   Settings
 	policy     policyState // policy.go
 
+	search searcher // search.go
+
 	// mu guards the fields below.
 	mu    sync.RWMutex
 	order []string

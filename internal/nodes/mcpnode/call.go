@@ -316,9 +316,9 @@ func (n *Node) logMessage(p *mcp.LoggingMessageParams) {
 func serverDown(err error) string {
 	var op *net.OpError
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case errors.Is(err, errConnRefused):
 		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case errors.Is(err, errConnReset), errors.Is(err, syscall.EPIPE):
 		return "the connection was reset"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "the server closed the connection"
