@@ -141,6 +141,23 @@ func TestBinaryPolicyAsksMCPClient(t *testing.T) {
 	}
 	mu.Unlock()
 
+	// A script's calls (code mode, run_script) are asked of the client
+	// that runs it.
+	cc, err := c.Connect(ctx, &mcp.CommandTransport{Command: n.Command("mcp", "serve", "--code"), TerminateDuration: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = cc.CallTool(ctx, &mcp.CallToolParams{Name: "run_script", Arguments: map[string]any{"script": `result = ev.echo(text="from a script")`}})
+	if err != nil || res.IsError || !strings.Contains(resultText(res), "from a script") {
+		t.Errorf("run_script = %q, %v", resultText(res), err)
+	}
+	mu.Lock()
+	if last := asked[len(asked)-1].Message; !strings.Contains(last, "script:") || !strings.Contains(last, "wants to call ev.echo") {
+		t.Errorf("the client was asked %q; want the script's call", last)
+	}
+	mu.Unlock()
+	cc.Close()
+
 	// A client that cannot show a form, and no Commander: nobody to ask.
 	ms, err := mcp.NewClient(&mcp.Implementation{Name: "script"}, nil).Connect(ctx,
 		&mcp.CommandTransport{Command: n.Command("mcp", "serve"), TerminateDuration: time.Second}, nil)
@@ -175,7 +192,7 @@ func TestBinaryPolicyAsksMCPClient(t *testing.T) {
 	want := []string{
 		"echo approved by mcp:person", "echo denied by mcp:person", "echo approved by mcp:person",
 		"echo approved by mcp:person (remembered)", "echo timed_out", "fail denied",
-		"echo approved by mcp:person", "chat allowed", "echo no_one", "echo -",
+		"echo approved by mcp:person", "chat allowed", "echo approved by mcp:person", "echo no_one", "echo -",
 	}
 	if strings.Join(outcomes, "\n") != strings.Join(want, "\n") {
 		t.Errorf("the call log's decisions:\n%s\nwant\n%s", strings.Join(outcomes, "\n"), strings.Join(want, "\n"))
