@@ -199,29 +199,33 @@ func (s *Session) gate(ctx context.Context, id, shown, real string, args json.Ra
 		return nil
 	}
 	action, rule := p.Decide(id, shown, real)
-	d := Decision{Rule: rule, Action: action, Outcome: api.OutcomeAllowed}
-	defer func() {
-		if dec != nil {
-			*dec = d
-		}
-	}()
-	name := node.QualifiedName(id, shown)
-	refuse := func(outcome, reason string) *mcp.CallToolResult {
-		d.Outcome, d.Reason = outcome, reason
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: reason}}}
+	d, res := s.decide(ctx, caller, action, rule, id, shown, args, time.Duration(st.AskTimeout))
+	if dec != nil {
+		*dec = d
 	}
-	switch action {
-	case api.PolicyAllow:
-		return nil
-	case api.PolicyDeny:
+	return res
+}
+
+// decide carries out the policy's action for one call (gate): the
+// decision, and the result when the call must not run.
+func (s *Session) decide(ctx context.Context, caller node.Caller, action, rule, id, shown string, args json.RawMessage, timeout time.Duration) (Decision, *mcp.CallToolResult) {
+	d := Decision{Rule: rule, Action: action, Outcome: api.OutcomeAllowed}
+	if action == api.PolicyAllow {
+		return d, nil
+	}
+	name := node.QualifiedName(id, shown)
+	refuse := func(outcome, reason string) (Decision, *mcp.CallToolResult) {
+		d.Outcome, d.Reason = outcome, reason
+		return d, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: reason}}}
+	}
+	if action == api.PolicyDeny {
 		return refuse(api.OutcomeDenied, fmt.Sprintf("nerve's policy refuses calls to %s (rule %s): it did not run. A person may run it from the Commander, or change the policy with `nerve session set policy`.", name, rule))
 	}
 	key := rememberKey(id, shown, args)
 	if by, ok := s.policy.recalled(key); ok {
 		d.Outcome, d.By = api.OutcomeApproved, by+" (remembered)"
-		return nil
+		return d, nil
 	}
-	timeout := time.Duration(st.AskTimeout)
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout
 	}
@@ -235,7 +239,7 @@ func (s *Session) gate(ctx context.Context, id, shown, real string, args json.Ra
 		if a.Remember {
 			s.policy.remember(key, a.By)
 		}
-		return nil
+		return d, nil
 	case err == nil:
 		d.By = a.By
 		why := cmp.Or(a.Reason, "declined")
