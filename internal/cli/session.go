@@ -30,12 +30,13 @@ expose GLOBS    the tools every MCP client of the session (nerve mcp serve,
                 e.g. 'fs.*,github.*,!github.delete_*'. A client's --tools can
                 narrow it, never widen it. '' exposes every tool again.
 policy RULES    whether a call from an agent (an MCP client, an llm node, a
-                graph, a program on the API) runs: comma-separated
+                graph, a script) runs: comma-separated
                 GLOB=allow|ask|deny over node.tool, the first rule that
                 matches wins, no match allows, e.g.
                 'fs.write_*=ask,*.delete_*=deny'. ask waits for a person: the
                 calling MCP client if it can show a form, else the Commander.
-                Your own calls (the Commander, nerve call) always run.
+                Your own calls (the Commander, nerve call, the dashboard,
+                programs on the local API) always run.
                 '' removes the policy.
 ask-timeout D   how long an ask waits for a person before the call is
                 refused (default 2m).`, Run: runSessionSet},

@@ -22,10 +22,9 @@ import (
 // a call from an agent, whether it runs, is refused, or waits for a person
 // to approve it: the calling MCP client when it can elicit (WithApprover,
 // set by the MCP server), else whoever the session's approver reaches (the
-// daemon's: a Commander). Calls of a person — the Commander's and `nerve
-// call`'s — are the person's own and always run. A refused call is an
-// isError result that says why; the decision goes to the call log
-// (CallInfo.Decision).
+// daemon's: a Commander). A person's own calls (personal) always run. A
+// refused call is an isError result that says why; the decision goes to
+// the call log (CallInfo.Decision).
 
 // Decision is pkg/api's: what the policy made of one call.
 type Decision = api.Decision
@@ -177,9 +176,13 @@ func (p *policyState) current(src string) Policy {
 	return p.parsed
 }
 
-// personal reports whether c is a person's own call (the Commander,
-// `nerve call`), which no policy holds up.
-func personal(c node.Caller) bool { return c.Kind == node.CallerREPL || c.Kind == node.CallerCLI }
+// personal reports whether c is a person's own call, which no policy
+// holds up: the Commander, `nerve call`, and programs on the local API
+// (the dashboard is one) — which run as the person and could change the
+// policy themselves, so holding them up would protect nothing.
+func personal(c node.Caller) bool {
+	return c.Kind == node.CallerREPL || c.Kind == node.CallerCLI || c.Kind == node.CallerAPI
+}
 
 // gate applies the session's policy to a call of node id's tool, shown
 // under shown and known to the node as real, that would get args. It
