@@ -174,6 +174,9 @@ func runNodeInfo(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(d.Spec.Options) > 0 {
 		fmt.Fprintf(tw, "options\t%s\n", d.Spec.Options)
 	}
+	for _, line := range overrideLines(d.Spec.Overrides) { // tool.go
+		fmt.Fprintf(tw, "override\t%s\n", line)
+	}
 	for k, v := range i.Details {
 		fmt.Fprintf(tw, "%s\t%v\n", k, v)
 	}

@@ -118,6 +118,9 @@ func TestBinaryToolOverride(t *testing.T) {
 		t.Errorf("nerve script ev.say() = %q", out)
 	}
 	n.Stdin = ""
+	if out := n.Must("node", "info", "ev"); !strings.Contains(out, "echo → say (description, read-only=true, fixed text)") {
+		t.Errorf("node info ev = %q", out)
+	}
 	if out := n.Must("tool", "override", "ev.say"); !strings.Contains(out, `fixed        text="fixed words"`) {
 		t.Errorf("tool override ev.say (show) = %q", out)
 	}

@@ -217,3 +217,52 @@ func showOverride(ctx context.Context, env *Env, s *client.Session, id, tool str
 	}
 	return nil
 }
+
+// overrideLines are a node's overrides for `nerve node info`, one per
+// tool in name order: "echo → say, fixed text, hidden mode, read-only".
+func overrideLines(ovs map[string]api.ToolOverride) []string {
+	tools := make([]string, 0, len(ovs))
+	for t := range ovs {
+		tools = append(tools, t)
+	}
+	slices.Sort(tools)
+	var out []string
+	for _, t := range tools {
+		ov := ovs[t]
+		line := t
+		if ov.Name != "" {
+			line += " → " + ov.Name
+		}
+		var what []string
+		if ov.Title != "" {
+			what = append(what, "title")
+		}
+		if ov.Description != "" {
+			what = append(what, "description")
+		}
+		for _, h := range []struct {
+			k string
+			v *bool
+		}{{"read-only", ov.ReadOnly}, {"destructive", ov.Destructive}, {"idempotent", ov.Idempotent}, {"open-world", ov.OpenWorld}} {
+			if h.v != nil {
+				what = append(what, fmt.Sprintf("%s=%v", h.k, *h.v))
+			}
+		}
+		fixed := make([]string, 0, len(ov.Fixed))
+		for k := range ov.Fixed {
+			fixed = append(fixed, k)
+		}
+		slices.Sort(fixed)
+		for _, k := range fixed {
+			what = append(what, "fixed "+k)
+		}
+		for _, k := range ov.Hidden {
+			what = append(what, "hidden "+k)
+		}
+		if len(what) > 0 {
+			line += " (" + strings.Join(what, ", ") + ")"
+		}
+		out = append(out, line)
+	}
+	return out
+}
