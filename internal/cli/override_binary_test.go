@@ -5,6 +5,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,24 @@ func TestBinaryToolOverride(t *testing.T) {
 	}
 	check("before the daemon restarts")
 
+	// The HTTP endpoint lists it so too.
+	var ep struct{ URL, Token string }
+	if err := json.Unmarshal([]byte(n.Must("--json", "mcp", "url")), &ep); err != nil {
+		t.Fatal(err)
+	}
+	hctx, hcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer hcancel()
+	hs, err := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil).Connect(hctx, &mcp.StreamableClientTransport{Endpoint: ep.URL,
+		HTTPClient: &http.Client{Transport: bearer{ep.Token}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr, err := hs.CallTool(hctx, &mcp.CallToolParams{Name: "ev.say", Arguments: map[string]any{}})
+	if err != nil || resultText(hr) != "fixed words" {
+		t.Errorf("ev.say over the HTTP endpoint = %q, %v", resultText(hr), err)
+	}
+	hs.Close()
+
 	// Discovery finds and describes it by its new name.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -140,6 +159,15 @@ func TestBinaryToolOverride(t *testing.T) {
 	if out := n.Must("call", "@ev", "echo", "text=back"); strings.TrimSpace(out) != "back" {
 		t.Errorf("after --clear, @ev echo = %q", out)
 	}
+}
+
+// bearer adds the endpoint's token to each request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // resultText is the text of a result's text blocks.
