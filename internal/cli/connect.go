@@ -71,6 +71,12 @@ func (e *Env) clientOptions(socket string, dial func(context.Context) (net.Conn,
 		},
 		Revive: revive,
 	}
+	if v := e.getenv(node.FromCallEnv); v != "" {
+		// Run inside a node's call (`nerve call` in a bash command): the
+		// node refuses at once a call to itself that would wait for the
+		// call it runs in.
+		opts.CallMeta = map[string]any{node.FromCallMetaKey: v}
+	}
 	if dial != nil {
 		opts.Dial = dial
 	}

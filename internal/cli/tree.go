@@ -221,12 +221,13 @@ func unknownCommand(cmd *Command, path []string, name string) string {
 		}
 	}
 	where := "nerve"
+	msg := fmt.Sprintf("unknown command %q", name)
 	if len(path) > 0 {
 		where = "nerve " + strings.Join(path, " ")
+		msg += " for `" + where + "`"
 	}
-	msg := fmt.Sprintf("unknown command %q for `%s`", name, where)
 	if m := suggest.Closest(name, names); m != "" {
-		msg += fmt.Sprintf(": did you mean %q?", m)
+		msg += fmt.Sprintf(" — did you mean %q?", m)
 	}
 	return msg + fmt.Sprintf(" (commands: %s; see `%s --help`)", strings.Join(names, ", "), where)
 }

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,7 +153,7 @@ func (k *asker) sync(ctx context.Context) {
 		if ok || k.ctx.Err() != nil {
 			continue
 		}
-		a, err := k.r.session.AttachCommander(k.ctx, in.ID)
+		a, err := k.r.session.AttachCommander(k.ctx, in.ID, whoAmI())
 		if err != nil {
 			continue // removed meanwhile, or an old daemon: the next event retries
 		}
@@ -550,4 +553,15 @@ func (w *wakeReader) Wake() {
 func (w *wakeReader) Close() error {
 	w.shut.Do(func() { close(w.done) })
 	return nil
+}
+
+// whoAmI says which Commander this is, for a caller whose question it is
+// asked (`nerve call` of a graph with an ask: step): "pid 4242 on
+// /dev/pts/3", the terminal where /proc tells it.
+func whoAmI() string {
+	who := "pid " + strconv.Itoa(os.Getpid())
+	if tty, err := os.Readlink("/proc/self/fd/0"); err == nil && strings.HasPrefix(tty, "/dev/") {
+		who += " on " + tty
+	}
+	return who
 }

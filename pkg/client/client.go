@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -54,6 +55,10 @@ type Options struct {
 	// Caller names this client in the call log (api.HeaderCaller): "cli",
 	// "repl", or a program's name; empty logs its calls as "api".
 	Caller string
+	// CallMeta, if set, is sent as the _meta of every call this client
+	// makes (api.CallRequest.Meta), beside a call's own: a client run
+	// inside a node's call says so (node.FromCallMetaKey).
+	CallMeta map[string]any
 	// OneShot makes each request on a connection of its own, with no pool
 	// and no goroutine of the client's: the cheapest start for a process
 	// that makes a request or two and exits (`nerve call`).
@@ -544,6 +549,11 @@ func (s *Session) CallLine(ctx context.Context, id, line string, observe func(ap
 }
 
 func (s *Session) call(ctx context.Context, id string, req api.CallRequest, observe func(api.CallLine)) (result, tools json.RawMessage, err error) {
+	if len(s.c.opts.CallMeta) > 0 {
+		meta := maps.Clone(s.c.opts.CallMeta)
+		maps.Copy(meta, req.Meta)
+		req.Meta = meta
+	}
 	resp, err := s.c.send(ctx, http.MethodPost, s.nodePath(id)+"/call", req)
 	if err != nil {
 		return nil, nil, err

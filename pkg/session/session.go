@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -490,8 +491,17 @@ func (s *Session) Info(id string) (node.Info, error) {
 
 func (s *Session) info(e *entry) node.Info {
 	info := e.n.Info()
-	if e.stopped.Load() && info.State == node.Created {
-		info.State = node.Stopped // restored held stopped: never started
+	if e.stopped.Load() {
+		if info.State == node.Created {
+			info.State = node.Stopped // restored held stopped: never started
+		}
+		// Stopped on purpose: a call does not start it (await), whatever
+		// the node says of its catalogue (issue 27: node ls said "starts
+		// on its first call").
+		if _, ok := info.Details["lazy"]; ok {
+			info.Details = maps.Clone(info.Details)
+			delete(info.Details, "lazy")
+		}
 	}
 	e.toolsMu.Lock()
 	if e.valid {
