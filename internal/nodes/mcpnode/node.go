@@ -30,9 +30,11 @@ import (
 // Kind is the node kind name.
 const Kind = mcpconf.Kind
 
-// ProtocolVersion is the MCP protocol version nerve asks for: the latest
-// final one. The SDK would first try a draft handshake and fall back, which
-// costs a round trip on every connect.
+// ProtocolVersion is the MCP protocol version nerve asks for. The current
+// one, 2026-07-28, has the server return its questions (sampling,
+// elicitation) as input requests, which this kind does not answer yet; and
+// the SDK's default would first try 2026-07-28's server/discover and fall
+// back, a round trip more on every connect to an older server (docs/mcp.md).
 const ProtocolVersion = "2025-11-25"
 
 // Defaults; see docs/mcp.md.
