@@ -25,10 +25,12 @@ Examples:
 			callCmd(),
 			scriptCmd(), // script.go
 			planCmd(),   // plan.go
+			toolCmd(),
 			withSub(mcpCmd(), mcpImportCmd(), mcpExportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; export: mcp_export.go; connect: mcp_connect.go
 			sessionCmd(),
 			contextCmd(), // context.go
 			envCmd(),     // env.go
+			secretCmd(),
 			daemonCmd(),
 			logCmd(),
 			uiCmd(), // ui.go

@@ -107,6 +107,8 @@ func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
 		Logger:       log.Named("embedded"),
 		Version:      Version(),
 		DefaultNodes: firstNodes,
+		// ${keychain:NAME} of nodes: secret.go.
+		Secret: secretLookup(tokenstore.NewSecrets(tokens, p.State), log),
 	})
 	if err != nil {
 		closeLog()

@@ -121,6 +121,8 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 		MCPListen:    listen,
 		DefaultNodes: firstNodes,
 		UI:           uiHooks(tokens), // ui.go
+		// ${keychain:NAME} of nodes: secret.go.
+		Secret: secretLookup(tokenstore.NewSecrets(tokens, p.State), log),
 	}, func() {
 		fmt.Fprintf(env.Stderr, "nerve daemon %s listening on %s (pid %d)\n", Version(), p.Socket, os.Getpid())
 	})

@@ -388,6 +388,19 @@ func warnUnset(env *Env, it *importItem, file string) {
 		return // a daemon through ssh never sees this environment (docs/remote.md)
 	}
 	lookup := func(k string) (string, bool) {
+		if name, ok := strings.CutPrefix(k, node.SecretPrefix); ok {
+			// ${keychain:NAME}: in nerve's secrets, not this environment;
+			// a daemon elsewhere has its own, which only it can read.
+			if r, _ := env.remote(); r != nil {
+				return "set", true
+			}
+			if secrets, err := openLocalSecrets(env); err == nil {
+				if _, err := secrets.Get(name); err == nil {
+					return "set", true
+				}
+			}
+			return "", false
+		}
 		v := env.getenv(k)
 		return v, v != ""
 	}

@@ -178,6 +178,9 @@ func runNodeInfo(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(d.Spec.Options) > 0 {
 		fmt.Fprintf(tw, "options\t%s\n", d.Spec.Options)
 	}
+	for _, line := range overrideLines(d.Spec.Overrides) { // tool.go
+		fmt.Fprintf(tw, "override\t%s\n", line)
+	}
 	for _, k := range slices.Sorted(maps.Keys(i.Details)) {
 		v := detailText(i.Details[k])
 		if k == "cwd" && v == d.Spec.Cwd {

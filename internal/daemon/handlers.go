@@ -453,6 +453,12 @@ func (d *Daemon) handleSettings(w http.ResponseWriter, r *http.Request, s *sessi
 		if _, err := mcpserver.ParseFilter(st.Expose); err != nil {
 			return badRequest(fmt.Errorf("expose: %w", err))
 		}
+		if _, err := session.ParsePolicy(st.Policy); err != nil {
+			return badRequest(fmt.Errorf("policy: %w", err))
+		}
+		if st.AskTimeout < 0 {
+			return badRequest(errors.New("ask_timeout must be a duration of 0 (the default, 2m) or more"))
+		}
 		if err := s.SetSettings(st); err != nil {
 			return err
 		}

@@ -194,6 +194,9 @@ type streamAttachment struct {
 	// commander marks a REPL's stream: it is offered requests first and
 	// may pass them on (api.AttachPass).
 	commander bool
+	// seq orders streams by when they attached (approve.go asks the
+	// latest Commander).
+	seq uint64
 	// whoIs says who the client is, as it said (api.AttachWho).
 	whoIs string
 }
@@ -218,7 +221,7 @@ type attachMember interface {
 }
 
 func newStreamAttachment(ctx context.Context, w http.ResponseWriter, commander bool) *streamAttachment {
-	a := &streamAttachment{w: w, ctx: ctx, commander: commander}
+	a := &streamAttachment{w: w, ctx: ctx, commander: commander, seq: attachSeq.Add(1)}
 	a.q = sendq.New(attachQueueBytes, a.write)
 	return a
 }

@@ -142,9 +142,10 @@ func (k *asker) sync(ctx context.Context) {
 	}
 	present := map[string]bool{}
 	for _, in := range infos {
-		if in.Kind != "mcp" && in.Kind != "graph" {
-			continue // a graph's ask steps come to the Commander too
-		}
+		// Every node: an mcp server's requests and a graph's ask steps
+		// come to the Commander, and so do the approvals the session's
+		// call policy asks for (any node's stream carries them), which
+		// must reach a Commander on a session of bash and llm nodes too.
 		present[in.ID] = true
 		k.mu.Lock()
 		_, ok := k.attached[in.ID]
