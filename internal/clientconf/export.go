@@ -13,26 +13,10 @@ import (
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
-// exported is one server as `nerve mcp export` writes it: the keys of
-// Claude Code's .mcp.json, which every reader of mcpconf knows.
-type exported struct {
-	Type         string            `json:"type"`
-	Command      string            `json:"command,omitempty"`
-	Args         []string          `json:"args,omitempty"`
-	Env          map[string]string `json:"env,omitempty"`
-	Cwd          string            `json:"cwd,omitempty"`
-	URL          string            `json:"url,omitempty"`
-	Headers      map[string]string `json:"headers,omitempty"`
-	Timeout      string            `json:"timeout,omitempty"`
-	StartTimeout string            `json:"startTimeout,omitempty"`
-	InheritEnv   bool              `json:"inheritEnv,omitempty"`
-	Disabled     bool              `json:"disabled,omitempty"`
-}
-
 // namedServers keeps the servers in the session's order in the object.
 type namedServers []struct {
 	name string
-	srv  exported
+	srv  mcpconf.Entry
 }
 
 func (ns namedServers) MarshalJSON() ([]byte, error) {
@@ -73,7 +57,7 @@ func Export(specs []node.Spec, dir string) (data []byte, notes []string, err err
 		if err != nil {
 			return nil, nil, err
 		}
-		e := exported{Type: srv.Transport, URL: srv.URL, Headers: srv.Headers, Env: srv.Env, InheritEnv: srv.InheritEnv, Disabled: srv.Disabled}
+		e := mcpconf.Entry{Type: srv.Transport, URL: srv.URL, Headers: srv.Headers, Env: srv.Env, InheritEnv: srv.InheritEnv, Disabled: srv.Disabled}
 		if len(srv.Command) > 0 {
 			e.Command, e.Args = srv.Command[0], srv.Command[1:]
 		}
@@ -102,7 +86,7 @@ func Export(specs []node.Spec, dir string) (data []byte, notes []string, err err
 		}
 		out = append(out, struct {
 			name string
-			srv  exported
+			srv  mcpconf.Entry
 		}{spec.ID, e})
 	}
 	data, err = json.MarshalIndent(struct {
