@@ -16,6 +16,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/clientconf"
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/envfile"
+	"github.com/nerve-dev/nerve/internal/repl"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -95,8 +96,12 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 		return noDefaultConfig(env, inv)
 	}
 	watch := inv.Bool("watch")
-	if watch && inv.Bool("dry-run") {
+	switch {
+	case watch && inv.Bool("dry-run"):
 		return usagef(inv, "--watch applies each change of the file; --dry-run applies nothing: give one of them")
+	case watch && repl.Asker(ctx) != nil:
+		// The Commander would wait on the watch with no way to end it.
+		return usagef(inv, "--watch runs in the foreground until Ctrl-C: run `nerve mcp import --watch %s` in a terminal of its own, not in the Commander", file)
 	}
 	im, err := readImport(env, file)
 	if err != nil || im == nil && !watch {
