@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/toolsearch"
-	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // The meta-tools of discovery mode (Options.Discover, issue 19): a client
@@ -130,6 +129,9 @@ type found struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	InputSchema any    `json:"input_schema"`
+	// State is set for a tool whose node does not take calls at once:
+	// its state and what a call does (waits, starts it) or what starts it.
+	State string `json:"state,omitempty"`
 }
 
 type searchResult struct {
@@ -162,27 +164,14 @@ func jsonResult(v any) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
 }
 
-// waitStarting waits for the servers that are starting, as tools/list
-// does, so a search right after the daemon started sees every server's
-// tools. With none starting (the usual case) it costs one look at the
-// nodes, not a Sync.
-func (s *Server) waitStarting(ctx context.Context) {
-	w, ok := s.b.(interface{ WaitStarting(context.Context) })
-	if !ok || s.opts.Node != "" {
-		return
-	}
-	infos, err := s.b.Nodes(ctx)
+// readiness is what a call to node id meets now, for a model: "" when it
+// runs at once, else its state and what happens or what starts it.
+func (s *Server) readiness(ctx context.Context, id string) string {
+	r, err := s.b.Readiness(ctx, id)
 	if err != nil {
-		return
+		return ""
 	}
-	for _, in := range infos {
-		lazy, _ := in.Details["lazy"].(bool)
-		if in.State == node.Starting || in.State == node.Created && !lazy {
-			w.WaitStarting(ctx)
-			s.Sync(ctx)
-			return
-		}
-	}
+	return r
 }
 
 func (s *Server) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -202,11 +191,10 @@ func (s *Server) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		limit = searchDefault
 	}
 	limit = min(limit, searchMax)
-	s.waitStarting(ctx)
 	ix := s.searchIndex()
 	out := searchResult{Tools: []found{}, Of: ix.Len()}
 	for _, h := range ix.Search(in.Query, limit) {
-		out.Tools = append(out.Tools, found{Name: h.Name, Description: h.Tool.Description, InputSchema: objectSchema(h.Tool.InputSchema)})
+		out.Tools = append(out.Tools, found{Name: h.Name, Description: h.Tool.Description, InputSchema: objectSchema(h.Tool.InputSchema), State: s.readiness(ctx, h.Node)})
 	}
 	if len(out.Tools) == 0 {
 		out.Note = fmt.Sprintf("no tool matches %q: try other words for what it should do", in.Query)
@@ -243,7 +231,14 @@ func (s *Server) describeTool(ctx context.Context, req *mcp.CallToolRequest) (*m
 	t := *w.tool
 	t.Name = in.Name
 	t.InputSchema = objectSchema(t.InputSchema)
-	return jsonResult(&t)
+	return jsonResult(described{Tool: &t, State: s.readiness(ctx, w.node)})
+}
+
+// described is a tool as describe_tool shows it: its definition and, for
+// a node that does not take calls at once, what a call meets (found.State).
+type described struct {
+	*mcp.Tool
+	State string `json:"state,omitempty"`
 }
 
 // callTool calls the tool named in its arguments exactly as a direct

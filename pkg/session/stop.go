@@ -67,7 +67,7 @@ func (s *Session) setStopped(e *entry, stopped bool) {
 	s.mu.Lock()
 	e.spec.Stopped = stopped
 	s.mu.Unlock()
-	s.toolsets.Store(nil)
+	s.dropToolset()
 	if err := s.persist(); err != nil {
 		s.log.Error("saving specs", zap.Error(err))
 	}
