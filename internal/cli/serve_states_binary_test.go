@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
 )
 
@@ -126,4 +128,62 @@ func resultText(res *mcp.CallToolResult) string {
 		}
 	}
 	return s
+}
+
+// TestBinaryServeStoppedAndErrorTools: through `nerve mcp serve`, the
+// tools of a node stopped with `nerve node stop` and of a node in ERROR
+// stay listed, and a call to one is an isError result that says why and
+// what starts it, as `nerve call` does. Before (issue 27 item 1) both were
+// JSON-RPC -32602 "unknown tool" to an agent.
+func TestBinaryServeStoppedAndErrorTools(t *testing.T) {
+	n := newRealNerve(t)
+	bad := testutil.BuildBinary(t, "./fixtures/badmcp")
+	n.Must("node", "add", "identity", "echo")
+	n.Must("node", "add", "mcp", "cr", "--", bad, "--mode", "crash-call")
+	n.Must("node", "stop", "echo")
+	if _, errs, code := n.Run("call", "@cr", "boom"); code == 0 {
+		t.Fatalf("boom did not crash the server: %s", errs)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		return regexp.MustCompile(`(?m)^cr\s+mcp\s+ERROR`).MatchString(n.Must("node", "ls"))
+	}, "cr to be in ERROR")
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: n.Command("mcp", "serve"), TerminateDuration: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ tool, node, cliTool, want string }{
+		{"echo.identity", "echo", "identity", "start it with `nerve node start echo`"},
+		{"cr.boom", "cr", "boom", "restart it with `nerve node restart cr`"},
+	} {
+		args := map[string]any{"text": "x"}
+		cli := []string{"call", "@" + tc.node, tc.cliTool, "text=x"}
+		if tc.node == "cr" {
+			args, cli = map[string]any{}, cli[:3]
+		}
+		if !slices.ContainsFunc(list.Tools, func(tl *mcp.Tool) bool { return tl.Name == tc.tool }) {
+			t.Errorf("tools/list lacks %s", tc.tool)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: args})
+		if err != nil {
+			t.Errorf("calling %s: %v, want an isError result", tc.tool, err)
+			continue
+		}
+		text := resultText(res)
+		if !res.IsError || !strings.Contains(text, tc.want) {
+			t.Errorf("calling %s: isError %v %q, want %q", tc.tool, res.IsError, text, tc.want)
+		}
+		// The CLI's words.
+		if _, errs, code := n.Run(cli...); code == 0 || !strings.Contains(errs, text) {
+			t.Errorf("nerve %s: exit %d %q; want the words the MCP client got, %q", strings.Join(cli, " "), code, errs, text)
+		}
+	}
 }
