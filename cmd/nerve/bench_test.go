@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -192,14 +193,23 @@ func BenchmarkMCPServeProcess(b *testing.B) {
 // warm identity node and a Go hello-world binary in one interleaved loop
 // (one of each per round, 200 rounds per iteration), and reports the
 // medians and their ratio: the one-shot cost of nerve over the cheapest Go
-// process, on whatever load the machine has at the time. Run it with
-// -benchtime 1x (docs/performance.md). NERVE_BENCH_BASELINE, if set, is
+// process, on whatever load the machine has at the time. `nerve version`
+// and `nerve node ls` run in the same loop. Run it with -benchtime 1x and
+// CGO_ENABLED=0 (docs/performance.md). NERVE_BENCH_BASELINE, if set, is
 // another nerve binary (an older build) run in the same loop against the
-// same daemon, so that a before and after share the machine's load.
+// same daemon, so that a before and after share the machine's load. Every
+// binary is run from a copy written here: how a file was written moves its
+// start by up to 25% (a file the Go linker wrote through a memory map
+// starts slower than the same bytes written with write(2)), so all three
+// are written the same way.
 func BenchmarkOneShotRatio(b *testing.B) {
 	const rounds = 200
 	h := benchHome(b)
-	hello := testutil.BuildBinary(b, "./cmd/nerve/testdata/hello")
+	h.bin = copyBinary(b, h.bin)
+	// The copy is removed before benchHome's cleanup runs: stop the daemon
+	// (which it starts) while it is there.
+	b.Cleanup(func() { h.cmd("daemon", "stop").Run() })
+	hello := copyBinary(b, testutil.BuildBinary(b, "./cmd/nerve/testdata/hello"))
 	mustB(b, h, "node", "add", "identity", "id")
 	if out := mustB(b, h, "call", "@id", "identity", "text=hi"); out != "hi\n" {
 		b.Fatalf("nerve call printed %q", out)
@@ -211,30 +221,61 @@ func BenchmarkOneShotRatio(b *testing.B) {
 		}
 		return time.Since(start)
 	}
-	median := func(d []time.Duration) time.Duration {
+	median := func(d []time.Duration) float64 {
 		slices.Sort(d)
-		return d[len(d)/2]
+		return float64(d[len(d)/2])
 	}
+	ms := func(d float64) float64 { return d / float64(time.Millisecond) }
 	baseline := os.Getenv("NERVE_BENCH_BASELINE")
+	if baseline != "" {
+		baseline = copyBinary(b, baseline)
+	}
+	commands := [][]string{{"call", "@id", "identity", "text=hi"}, {"version"}, {"node", "ls"}}
+	names := []string{"call", "version", "node-ls"}
 	for b.Loop() {
-		var nerve, floor, base []time.Duration
+		var floor []time.Duration
+		nerve := make([][]time.Duration, len(commands))
+		base := make([][]time.Duration, len(commands))
 		for range rounds {
-			nerve = append(nerve, run(h.cmd("call", "@id", "identity", "text=hi")))
 			floor = append(floor, run(exec.Command(hello)))
-			if baseline != "" {
-				cmd := h.cmd("call", "@id", "identity", "text=hi")
-				cmd.Path, cmd.Args[0] = baseline, baseline
-				base = append(base, run(cmd))
+			for i, args := range commands {
+				nerve[i] = append(nerve[i], run(h.cmd(args...)))
+				if baseline != "" {
+					cmd := h.cmd(args...)
+					cmd.Path, cmd.Args[0] = baseline, baseline
+					base[i] = append(base[i], run(cmd))
+				}
 			}
 		}
-		mn, mf := median(nerve), median(floor)
-		b.ReportMetric(float64(mn.Microseconds())/1000, "nerve-call-ms")
-		b.ReportMetric(float64(mf.Microseconds())/1000, "hello-ms")
-		b.ReportMetric(float64(mn)/float64(mf), "ratio")
-		if baseline != "" {
-			mb := median(base)
-			b.ReportMetric(float64(mb.Microseconds())/1000, "baseline-call-ms")
-			b.ReportMetric(float64(mb)/float64(mf), "baseline-ratio")
+		mf := median(floor)
+		b.ReportMetric(ms(mf), "hello-ms")
+		for i, name := range names {
+			mn := median(nerve[i])
+			b.ReportMetric(ms(mn), "nerve-"+name+"-ms")
+			if baseline != "" {
+				b.ReportMetric(ms(median(base[i])), "baseline-"+name+"-ms")
+			}
+			if i == 0 {
+				b.ReportMetric(mn/mf, "ratio")
+				if baseline != "" {
+					b.ReportMetric(median(base[i])/mf, "baseline-ratio")
+				}
+			}
 		}
 	}
+}
+
+// copyBinary writes a copy of the program at path into a new folder and
+// returns the copy's path.
+func copyBinary(b *testing.B, path string) string {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(b.TempDir(), filepath.Base(path))
+	if err := os.WriteFile(p, data, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return p
 }

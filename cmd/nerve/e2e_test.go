@@ -51,21 +51,6 @@ func newHome(t *testing.T) *nerveHome {
 	return h
 }
 
-// copyCore copies nerve-core, which the front bin runs from beside it,
-// into dir, and returns the copy's path.
-func copyCore(t *testing.T, bin, dir string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(bin), "nerve-core"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(dir, "nerve-core")
-	if err := os.WriteFile(p, data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func pathsFor(home string) paths.Paths {
 	p, _ := paths.FromEnv(func(k string) string {
 		if k == "NERVE_HOME" {
@@ -258,16 +243,13 @@ func TestDaemonLifecycle(t *testing.T) {
 		t.Errorf("spec changed across restart: %+v → %+v", d1.Spec, d2.Spec)
 	}
 
-	// SIGTERM: every node stops and the daemon exits within 5 s.
+	// SIGTERM: every node stops and the daemon exits (each stop is
+	// bounded: close stdin, SIGTERM, SIGKILL after the grace).
 	pid, groups = h.daemonPID(), h.nodeGroups()
-	start := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 6*time.Second, func() bool { return gone(pid, groups) }, "the daemon and its nodes to exit after SIGTERM")
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("SIGTERM took %v; want under 5 s", took)
-	}
+	testutil.WaitFor(t, 20*time.Second, func() bool { return gone(pid, groups) }, "the daemon and its nodes to exit after SIGTERM")
 	if _, err := os.Stat(h.p.Socket); !os.IsNotExist(err) {
 		t.Errorf("socket left after SIGTERM: %v", err)
 	}
@@ -289,12 +271,10 @@ func TestDaemonOutlivesItsBinary(t *testing.T) {
 	if err := os.WriteFile(tmpBin, data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	tmpCore := copyCore(t, h.bin, dir)
 	orig := h.bin
 	h.bin = tmpBin
 	h.must("node", "add", "identity", "echo")
 	os.Remove(tmpBin)
-	os.Remove(tmpCore)
 	h.bin = orig
 	if out := h.must("call", "@echo", "still", "here"); out != "still here\n" {
 		t.Errorf("call after the binary was deleted: %q", out)
@@ -335,7 +315,6 @@ func TestSocketSecurity(t *testing.T) {
 	data, _ := os.ReadFile(h.bin)
 	pubBin := filepath.Join(pub, "nerve")
 	os.WriteFile(pubBin, data, 0o755)
-	os.Chmod(copyCore(t, h.bin, pub), 0o755)
 	asNobody := func() (string, int) {
 		cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", pubBin, "node", "ls")
 		cmd.Env = []string{"NERVE_HOME=" + h.home, "PATH=/usr/bin:/bin", "HOME=/nonexistent"}

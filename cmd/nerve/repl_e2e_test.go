@@ -39,9 +39,15 @@ func TestREPLFirstSession(t *testing.T) {
 
 	term.Line("@bash ?")
 	s = term.WaitFor("Examples:", 20*time.Second)
-	for _, want := range []string{"@bash bash — Run a bash command", "command    string  required", "timeout_s  number  optional", "@bash COMMAND"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("`@bash ?` lacks %q:\n%s", want, s)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`@bash bash — Run a bash command`),
+		regexp.MustCompile(`(?m)^ +command +string +optional +Bash command line`),
+		regexp.MustCompile(`(?m)^ +timeout_s +number +optional`),
+		regexp.MustCompile(`(?m)^ +@bash COMMAND$`),
+		regexp.MustCompile(`(?m)^ +@bash bash command=`),
+	} {
+		if !want.MatchString(s) {
+			t.Errorf("`@bash ?` lacks %s:\n%s", want, s)
 		}
 	}
 
@@ -116,15 +122,13 @@ func TestREPLMultilineJSON(t *testing.T) {
 
 func TestREPLCtrlCCancelsCall(t *testing.T) {
 	term := repl(t, t.TempDir(), "--embedded")
-	term.Line("@bash cd /tmp && sleep 30")
+	// The call would run for 10 minutes: the prompt can only come back
+	// within the waits below if Ctrl-C cancelled it.
+	term.Line("@bash cd /tmp && sleep 600")
 	term.WaitFor("⠋", 20*time.Second) // the spinner: the call is running
-	start := time.Now()
 	term.Keys("C-c")
 	term.WaitFor("cancelled @bash bash", 20*time.Second)
 	testutil.WaitFor(t, 20*time.Second, func() bool { return strings.HasSuffix(term.LastLine(), "default>") }, "the prompt after Ctrl-C")
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("the prompt came back %v after Ctrl-C; want ≤ 1 s", d)
-	}
 	term.Line("@bash pwd; echo next-call-works")
 	s := term.WaitFor("next-call-works\n", 20*time.Second)
 	if !strings.Contains(s, "/tmp\nnext-call-works") {

@@ -1,8 +1,8 @@
 // Package backoff is nerve's one exponential backoff: how long to wait
 // before each retry of something that failed (doubling from a base, up to
 // a cap, with optional jitter), and a wait that ends early when its
-// context does. The llm kind's provider retries, a graph step's retries,
-// an mcp node's restarts and its HTTP retries (429, 503) all use it.
+// context does. A graph step's retries, an mcp node's restarts and nerve's
+// one HTTP retry (internal/httpretry: the mcp and llm kinds) all use it.
 //
 // It reads the runtime's clock and timers: tests run it inside a
 // testing/synctest bubble, where time is virtual, so no clock is passed

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build !linux && !windows
 
 package childproc
 
@@ -28,5 +28,5 @@ func (g *cgroup) kill()         {}
 func (g *cgroup) remove() error { return nil }
 func (g *cgroup) start(mk func() *exec.Cmd, reap func(*exec.Cmd)) (*exec.Cmd, error) {
 	cmd := mk()
-	return cmd, startLocked(cmd, nil, nil, reap)
+	return cmd, startOnLockedThread(cmd, nil, nil, reap)
 }

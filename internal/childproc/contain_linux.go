@@ -376,7 +376,7 @@ func (g *cgroup) Dir() string {
 }
 
 // start starts the command mk makes in g (or as it is, for nil) from a
-// held thread (see startLocked) and returns it. cgroup v2 has the kernel
+// held thread (see startOnLockedThread) and returns it. cgroup v2 has the kernel
 // start the child in the group (clone3 CLONE_INTO_CGROUP). v1 has no such
 // call, but moves single threads: the held thread joins the group, forks
 // the child into it and goes back, so nothing the child does ever runs
@@ -385,14 +385,14 @@ func (g *cgroup) Dir() string {
 func (g *cgroup) start(mk func() *exec.Cmd, reap func(*exec.Cmd)) (*exec.Cmd, error) {
 	if g == nil {
 		cmd := mk()
-		return cmd, startLocked(cmd, nil, nil, reap)
+		return cmd, startOnLockedThread(cmd, nil, nil, reap)
 	}
 	cmd := mk()
 	var err error
 	if g.v1 {
 		var tid string
 		entered := false
-		err = startLocked(cmd, func() error {
+		err = startOnLockedThread(cmd, func() error {
 			tid = strconv.Itoa(unix.Gettid())
 			if err := os.WriteFile(filepath.Join(g.dir, "tasks"), []byte(tid), 0); err != nil {
 				return err
@@ -407,7 +407,7 @@ func (g *cgroup) start(mk func() *exec.Cmd, reap func(*exec.Cmd)) (*exec.Cmd, er
 		}
 	} else {
 		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, g.fd
-		err = startLocked(cmd, nil, nil, reap)
+		err = startOnLockedThread(cmd, nil, nil, reap)
 		unix.Close(g.fd)
 		g.fd = -1
 		if err == nil {
@@ -418,7 +418,7 @@ func (g *cgroup) start(mk func() *exec.Cmd, reap func(*exec.Cmd)) (*exec.Cmd, er
 	cmd = mk()
 	unix.Rmdir(g.dir)
 	g.dir = ""
-	if err2 := startLocked(cmd, nil, nil, reap); err2 != nil {
+	if err2 := startOnLockedThread(cmd, nil, nil, reap); err2 != nil {
 		return cmd, err2
 	}
 	disableCgroups(err)

@@ -10,7 +10,10 @@
 // each child is also born in a cgroup of its own where one can be made
 // (NERVE_CGROUP), killed whole at stop, so not even a process that cleared
 // its environment escapes; and AdoptOrphans makes the daemon the child
-// subreaper that reaps orphans and kills them when it stops.
+// subreaper that reaps orphans and kills them when it stops. On Windows a
+// name is found by PATHEXT, a batch file (npx.cmd) runs through cmd.exe
+// with a command line quoted for it, and each child is in a job object of
+// its own, which ends whole at Stop and when the daemon exits.
 //
 // It holds the mechanism only; what the messages say and how long to wait
 // are the node kind's. Node kinds import it; it imports internal/lifeline

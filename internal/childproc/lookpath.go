@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"syscall"
 )
 
@@ -24,6 +21,9 @@ const (
 	BadDir
 	// StartFailed: the system refused to start the program (Err says why).
 	StartFailed
+	// UnsafeArg: an argument cannot reach a Windows batch file (.cmd,
+	// .bat) unchanged through cmd.exe (Arg names it, Char the character).
+	UnsafeArg
 )
 
 // Error is why Start did not start a child. Its message is a sensible
@@ -34,6 +34,8 @@ type Error struct {
 	Path    string // the program found (StartFailed) or refused (IsDir, NotExecutable)
 	PathEnv string // the PATH searched, when Name has no slash
 	Dir     string // the working folder (BadDir)
+	Arg     string // the argument refused (UnsafeArg)
+	Char    string // what in Arg cmd.exe would read as its own (UnsafeArg)
 	Err     error  // StartFailed: the system's error
 }
 
@@ -41,18 +43,23 @@ func (e *Error) Error() string {
 	switch e.Reason {
 	case NotFound:
 		if e.Searched() {
-			return fmt.Sprintf("command %q not found on PATH: is it installed, and is its folder on PATH? (try `which %s`; PATH=%s)", e.Name, e.Name, e.PathEnv)
+			return fmt.Sprintf("command %q not found on PATH: is it installed, and is its folder on PATH? (try `%s %s`; PATH=%s)", e.Name, whichCmd, e.Name, e.PathEnv)
 		}
 		return fmt.Sprintf("command %q not found: check the path (is it installed there?)", e.Name)
 	case IsDir:
 		return fmt.Sprintf("command %q is a folder, not a program: give the program's path", e.Name)
 	case NotExecutable:
+		if msg := notRunnable(e); msg != "" {
+			return msg
+		}
 		if e.Searched() {
 			return fmt.Sprintf("command %q (%s) cannot be run: permission denied (make it executable: chmod +x %s)", e.Name, e.Path, e.Path)
 		}
 		return fmt.Sprintf("command %q cannot be run: permission denied (make it executable: chmod +x %s)", e.Name, e.Path)
 	case BadDir:
 		return fmt.Sprintf("working folder %q does not exist or is not a folder: fix the node's cwd", e.Dir)
+	case UnsafeArg:
+		return fmt.Sprintf("argument %q cannot be passed to %s safely: it is a batch file, which Windows runs through cmd.exe, and cmd.exe would read the %q in it as its own syntax; remove it, or run the program the batch file starts directly (e.g. node with its script instead of npx.cmd)", e.Arg, e.Path, e.Char)
 	}
 	switch {
 	case errors.Is(e.Err, fs.ErrPermission):
@@ -67,58 +74,6 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// Searched reports whether Name was looked up on PATH (it has no slash).
-func (e *Error) Searched() bool { return !strings.Contains(e.Name, "/") }
-
-// LookPath finds file like exec.LookPath, but in the PATH of the child's
-// environment env (its last PATH= entry; nerve's own PATH when it has
-// none), which a config may set. A file on PATH without execute permission
-// is skipped, and reported (the last such) only when none is executable. Errors are *Error.
-func LookPath(file string, env []string) (string, error) {
-	if strings.Contains(file, "/") {
-		st, err := os.Stat(file)
-		switch {
-		case err != nil:
-			return "", &Error{Reason: NotFound, Name: file, Path: file}
-		case st.IsDir():
-			return "", &Error{Reason: IsDir, Name: file, Path: file}
-		case st.Mode()&0o111 == 0:
-			return "", &Error{Reason: NotExecutable, Name: file, Path: file}
-		}
-		return file, nil
-	}
-	pathEnv, ok := "", false
-	for _, kv := range env {
-		if v, found := strings.CutPrefix(kv, "PATH="); found {
-			pathEnv, ok = v, true
-		}
-	}
-	if !ok {
-		pathEnv = os.Getenv("PATH")
-	}
-	denied := ""
-	for _, dir := range filepath.SplitList(pathEnv) {
-		if dir == "" {
-			dir = "."
-		}
-		p := filepath.Join(dir, file)
-		st, err := os.Stat(p)
-		if err != nil || st.IsDir() {
-			continue
-		}
-		if st.Mode()&0o111 == 0 {
-			denied = p
-			continue
-		}
-		if !filepath.IsAbs(p) {
-			if abs, err := filepath.Abs(p); err == nil {
-				p = abs
-			}
-		}
-		return p, nil
-	}
-	if denied != "" {
-		return "", &Error{Reason: NotExecutable, Name: file, Path: denied, PathEnv: pathEnv}
-	}
-	return "", &Error{Reason: NotFound, Name: file, PathEnv: pathEnv}
-}
+// Searched reports whether Name was looked up on PATH (it names no
+// folder: no slash, nor on Windows a backslash or drive).
+func (e *Error) Searched() bool { return !hasDir(e.Name) }

@@ -115,6 +115,11 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A Windows batch file runs through cmd.exe, with a line quoted for it.
+	exe, line, err := commandLine(path, argv)
+	if err != nil {
+		return nil, err
+	}
 	if dir != "" {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, &Error{Reason: BadDir, Name: argv[0], Path: path, Dir: dir}
@@ -166,7 +171,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 	}
 	p.links = fileLinks(append([]*os.File{stdin, stdout, stderr}, o.ExtraFiles...)...)
 	mk := func() *exec.Cmd {
-		return &exec.Cmd{Path: path, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr(o.Setsid),
+		return &exec.Cmd{Path: exe, Args: argv, Env: env, Dir: dir, SysProcAttr: sysProcAttr(o.Setsid, line),
 			Stdin: stdin, Stdout: stdout, Stderr: stderr, ExtraFiles: o.ExtraFiles}
 	}
 	// Held until the child and its lifeline are registered, so the
@@ -206,7 +211,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 	return p, nil
 }
 
-// startLocked starts cmd from a goroutine locked to its OS thread and runs
+// startOnLockedThread starts cmd from a goroutine locked to its OS thread and runs
 // reap on that goroutine, unlocking only once the child is reaped. enter
 // and leave, when set, run on that thread just before and after the fork
 // (a v1 cgroup is joined by thread); a failed enter fails the start.
@@ -219,7 +224,7 @@ func Start(argv, env []string, dir string, opts *Options) (*Proc, error) {
 // signal mean exactly "the daemon died". It costs one thread per child,
 // which cmd.Wait blocks anyway. (A locked thread also never clones the
 // runtime's new threads, so one in a child's cgroup stays alone there.)
-func startLocked(cmd *exec.Cmd, enter func() error, leave func() error, reap func(*exec.Cmd)) error {
+func startOnLockedThread(cmd *exec.Cmd, enter func() error, leave func() error, reap func(*exec.Cmd)) error {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()

@@ -15,7 +15,6 @@ import (
 	"github.com/chzyer/readline"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nerve-dev/nerve/internal/callline"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -62,7 +61,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	if dash {
 		words = words[:len(words)-1]
 	}
-	line := callline.Join(words)
+	line := callLine(words)
 	if line == "" {
 		return usagef(inv, "`nerve call` needs a Commander line, e.g. `nerve call @bash ls`")
 	}
@@ -79,9 +78,13 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 	// SIGINT and SIGTERM cancel the call in the daemon. Caught, not left
 	// to their default: a shell starts a background job (`nerve call … &`)
-	// with SIGINT ignored, and the call would run on.
+	// with SIGINT ignored, and the call would run on. A process that runs
+	// this one command leaves them caught until it exits: signal.Stop
+	// waits for the runtime's signal thread (docs/performance.md).
 	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	if !env.oneCommand {
+		defer stop()
+	}
 	// One request: the daemon parses the line against the node's tools
 	// and makes the call. A line it does not call (help, a line that does
 	// not parse, arguments to come from stdin) comes back with the node's
@@ -91,22 +94,6 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 	// session's nodes.
 	show := func(id string) func(api.CallLine) {
 		return func(l api.CallLine) { showCallLine(env, id, l) }
-	}
-	if h := env.handoff; h != nil {
-		if h.interrupted && lineNode(line) != "" {
-			return interrupted(ctx, s, lineNode(line), line)
-		}
-		// The front showed the first lines of the answer already.
-		skip := h.skip
-		show = func(id string) func(api.CallLine) {
-			return func(l api.CallLine) {
-				if skip > 0 {
-					skip--
-					return
-				}
-				showCallLine(env, id, l)
-			}
-		}
 	}
 	cat := map[string][]*mcp.Tool{}
 	if id := lineNode(line); id != "" {
@@ -235,7 +222,7 @@ func asCallLines(help string) string {
 // callCommand quotes a Commander line's JSON for a shell.
 func callCommand(line string) string {
 	if i := strings.IndexByte(line, '{'); i >= 0 {
-		return "nerve call " + line[:i] + callline.Quote(line[i:])
+		return "nerve call " + line[:i] + shellQuote(line[i:])
 	}
 	return "nerve call " + line
 }
@@ -335,12 +322,19 @@ func isTerminal(r io.Reader) bool {
 // showCallLine reports what happens during a call on stderr: progress and
 // log messages. Streamed text is not repeated: the result holds it.
 func showCallLine(env *Env, nodeID string, l api.CallLine) {
-	if line, ok := callline.Event(nodeID, l.CallEvent); ok {
-		fmt.Fprint(env.Stderr, line)
-		return
-	}
-	if l.Kind == node.EventStep && l.Step == "graph" {
-		fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, graphStepLine(l.Data))
+	switch l.Kind {
+	case node.EventProgress:
+		if l.Total > 0 {
+			fmt.Fprintf(env.Stderr, "@%s: %.0f/%.0f %s\n", nodeID, l.Progress, l.Total, l.Message)
+		} else {
+			fmt.Fprintf(env.Stderr, "@%s: %v %s\n", nodeID, l.Progress, l.Message)
+		}
+	case node.EventLog:
+		fmt.Fprintf(env.Stderr, "@%s %s: %s\n", nodeID, l.Level, strings.TrimSpace(string(l.Data)))
+	case node.EventStep:
+		if l.Step == "graph" {
+			fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, graphStepLine(l.Data))
+		}
 	}
 }
 

@@ -54,8 +54,8 @@ type Env struct {
 	// empty, "repl" in the Commander.
 	Caller string
 
-	// handoff is a `nerve call` the front began (handoff.go).
-	handoff *callHandoff
+	// oneCommand: the process runs this one command and exits (Run).
+	oneCommand bool
 
 	// conn is shared by the copies apply makes, so a connection made for
 	// one command is closed once by Close.
@@ -150,17 +150,12 @@ func (e *Env) Close(ctx context.Context) error {
 }
 
 // Run runs the nerve command line args (without the program name) and
-// returns the process's exit code.
+// returns the process's exit code; the process exits then (main), so what
+// only an exit undoes may be left to it (a call's signal catching).
 func Run(ctx context.Context, args []string) int {
 	env := NewEnv()
+	env.oneCommand = true
 	defer env.Close(context.WithoutCancel(ctx))
-	if _, v := frontVars(); v != "" {
-		h, err := openHandoff(v, args)
-		if err != nil {
-			return ExitCode(env.Stderr, err)
-		}
-		env.handoff = h
-	}
 	return ExitCode(env.Stderr, runArgs(ctx, env, args))
 }
 

@@ -23,6 +23,7 @@ func RunREPL(ctx context.Context, env *Env) error {
 	// What the REPL does in the background never starts a daemon someone
 	// stopped (repl.Run); a line the person runs does.
 	ctx = client.WithRevive(ctx, false)
+	env.oneCommand = false // the REPL runs many commands in this process
 	if env.Caller == "" {
 		env.Caller = node.CallerREPL // the call log says the calls came from here
 	}

@@ -19,21 +19,18 @@ Examples:
 		Run: runREPL,
 		Sub: []*Command{
 			nodeCmd(),
-			graphCmd(), // graph.go
-			{
-				Name:     "tools",
-				Summary:  "list every tool of the session as node.tool, or one node's tools",
-				Usage:    "tools [NODE]",
-				Complete: "node",
-				Run:      runTools,
-			},
+			graphCmd(),                                           // graph.go
+			toolsCmd(),                                           // tools_search.go
 			resourcesCmd(), readCmd(), promptsCmd(), promptCmd(), // resources.go
 			callCmd(),
+			scriptCmd(), // script.go
+			planCmd(),   // plan.go
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
 			envCmd(), // env.go
 			daemonCmd(),
 			logCmd(),
+			uiCmd(), // ui.go
 			{
 				Name:    "version",
 				Summary: "print nerve's version",

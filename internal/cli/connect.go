@@ -55,6 +55,10 @@ func (e *Env) Connect(ctx context.Context) (*client.Client, error) {
 }
 
 func (e *Env) newClient(socket string, dial func(context.Context) (net.Conn, error), revive func(context.Context) error) *client.Client {
+	return client.New(e.clientOptions(socket, dial, revive))
+}
+
+func (e *Env) clientOptions(socket string, dial func(context.Context) (net.Conn, error), revive func(context.Context) error) client.Options {
 	opts := client.Options{
 		Socket:  socket,
 		Caller:  cmp.Or(e.Caller, node.CallerCLI),
@@ -72,7 +76,7 @@ func (e *Env) newClient(socket string, dial func(context.Context) (net.Conn, err
 		// nodes this client adds or restarts see its environment.
 		opts.Environ = os.Environ
 	}
-	return client.New(opts)
+	return opts
 }
 
 func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
@@ -153,7 +157,8 @@ func (e *Env) reviver(p paths.Paths, probe *client.Client) func(context.Context)
 // the daemon first whether it answers: the call's own request is the
 // probe (every answer carries the daemon's version, which the client
 // checks), and a daemon that is not running is started by the client's
-// Revive when that request cannot connect. A call is then one request.
+// Revive when that request cannot connect. A call is then one request,
+// made by a client with no pool and no goroutines (client.Options.OneShot).
 func (e *Env) callSession(ctx context.Context) (*client.Session, error) {
 	if e.Client != nil || e.Embedded || (e.conn != nil && e.conn.client != nil) {
 		return e.session(ctx)
@@ -165,14 +170,18 @@ func (e *Env) callSession(ctx context.Context) (*client.Session, error) {
 	if e.conn == nil {
 		e.conn = &connState{}
 	}
-	var dial func(context.Context) (net.Conn, error)
-	if e.handoff != nil {
-		dial = e.handoff.dial(p.Socket)
-	}
-	c := e.newClient(p.Socket, dial, e.reviver(p, e.newClient(p.Socket, nil, nil)))
+	probe := e.clientOptions(p.Socket, nil, nil)
+	probe.OneShot = true
+	opts := e.clientOptions(p.Socket, nil, e.reviver(p, client.New(probe)))
+	opts.OneShot = true
+	c := client.New(opts)
 	e.conn.client = c
 	return c.Session(e.SessionName()), nil
 }
+
+// selfExe is this program, which starts the daemon and which MCP client
+// configs name.
+func selfExe() (string, error) { return os.Executable() }
 
 // startDaemon starts the daemon (detached) and waits until it answers on
 // probe. Two commands may do it at once: the daemon's lock lets one run.

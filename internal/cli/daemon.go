@@ -107,6 +107,7 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 		Cleanups:     all.Cleanups(),
 		MCPListen:    listen,
 		DefaultNodes: firstNodes,
+		UI:           uiHooks(tokens), // ui.go
 	}, func() {
 		fmt.Fprintf(env.Stderr, "nerve daemon %s listening on %s (pid %d)\n", Version(), p.Socket, os.Getpid())
 	})

@@ -16,7 +16,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/nerve-dev/nerve/internal/callline"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/internal/graphdraw"
 	"github.com/nerve-dev/nerve/internal/graphlang"
@@ -607,7 +606,7 @@ func runGraphStep(ctx context.Context, env *Env, inv *Invocation) error {
 	// words (the REPL's `:graph step` gives the words of its line), so
 	// `message="a b"` and 'message=Review: ${steps.read.text}' hold one
 	// value each (issue 17, item 6).
-	line := callline.Join(inv.Args[2:])
+	line := callLine(inv.Args[2:])
 	nodeID := lineNode(line)
 	tools, err := mcpclient.Tools(ctx, s, nodeID)
 	if err != nil {

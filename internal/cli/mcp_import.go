@@ -13,7 +13,6 @@ import (
 	"sync"
 	"text/tabwriter"
 
-	"github.com/nerve-dev/nerve/internal/callline"
 	"github.com/nerve-dev/nerve/internal/clientconf"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -387,7 +386,7 @@ func noDefaultConfig(env *Env, inv *Invocation) error {
 		} else {
 			what = fmt.Sprintf("%d server%s", len(cfg.Servers), plural(len(cfg.Servers)))
 		}
-		found = append(found, fmt.Sprintf("  nerve mcp import %s    (%s)", callline.Quote(p), what))
+		found = append(found, fmt.Sprintf("  nerve mcp import %s    (%s)", shellQuote(p), what))
 	}
 	if len(found) == 0 {
 		return usagef(inv, "there is no ./.mcp.json here, nor a config file of Claude Code, Claude Desktop, Cursor or VS Code in the usual places; name one: `nerve mcp import FILE`")

@@ -16,7 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
+	"github.com/nerve-dev/nerve/internal/kindcli"
 	"github.com/nerve-dev/nerve/internal/tokenstore"
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // signInWait bounds how long `nerve node auth` waits for the browser.
@@ -82,17 +84,15 @@ func runNodeAuth(ctx context.Context, env *Env, inv *Invocation) error {
 		return nil
 	}
 
-	var asked atomic.Bool
-	authorize := func(ctx context.Context, authURL string) (*auth.AuthorizationResult, error) {
-		asked.Store(true)
-		return browserSignIn(ctx, env, id, authURL)
-	}
 	sctx, cancel := context.WithTimeout(ctx, signInWait)
 	defer cancel()
-	if startErr := k.SignIn.Run(sctx, d.Spec, store, authorize); startErr != nil {
-		return fmt.Errorf("signing in to %s: %w", u, startErr)
+	asked, err := signIn(sctx, d.Spec, store, func(ctx context.Context, authURL string) (*auth.AuthorizationResult, error) {
+		return browserSignIn(ctx, env, id, authURL)
+	})
+	if err != nil {
+		return fmt.Errorf("signing in to %s: %w", u, err)
 	}
-	if asked.Load() {
+	if asked {
 		fmt.Fprintf(env.Stderr, "signed in to %s; the tokens are kept in %s\n", u, store.Where())
 	} else {
 		fmt.Fprintf(env.Stderr, "already signed in to %s (the saved sign-in works); `nerve node auth %s --logout` first to sign in again\n", u, id)
@@ -108,9 +108,44 @@ func runNodeAuth(ctx context.Context, env *Env, inv *Invocation) error {
 	return nil
 }
 
+// signIn signs in to the server of spec's node through its kind
+// (kindcli.SignIn.Run), with tokens kept in store; authorize sends the
+// person to the authorization URL. asked says whether a sign-in page was
+// needed (else a saved sign-in worked).
+func signIn(ctx context.Context, spec node.Spec, store tokenstore.Store, authorize kindcli.Authorize) (asked bool, err error) {
+	k := kindCLI(spec.Kind)
+	if k == nil || k.SignIn == nil {
+		return false, fmt.Errorf("node %q is a %s node: only mcp nodes of a remote server (--url) sign in", spec.ID, spec.Kind)
+	}
+	var was atomic.Bool
+	err = k.SignIn.Run(ctx, spec, store, func(ctx context.Context, authURL string) (*auth.AuthorizationResult, error) {
+		was.Store(true)
+		return authorize(ctx, authURL)
+	})
+	return was.Load(), err
+}
+
 // browserSignIn sends the person to authURL and waits for the
 // authorization server's redirect to the loopback redirect_uri it names.
 func browserSignIn(ctx context.Context, env *Env, id, authURL string) (*auth.AuthorizationResult, error) {
+	return awaitSignIn(ctx, id, authURL, func(redirect *url.URL) {
+		fmt.Fprintf(env.Stderr, "To sign in for node %s, open this URL in a browser:\n\n  %s\n\n", id, authURL)
+		if how, err := openBrowser(env, authURL); how != "" {
+			if err != nil {
+				fmt.Fprintf(env.Stderr, "nerve: opening it with %s failed: %v; open it by hand\n", how, err)
+			} else {
+				fmt.Fprintf(env.Stderr, "(opened with %s; waiting for the sign-in…)\n", how)
+			}
+		} else {
+			fmt.Fprintf(env.Stderr, "(no browser here; waiting for the sign-in at %s…)\n", redirect)
+		}
+	})
+}
+
+// awaitSignIn listens on the loopback redirect_uri that authURL names,
+// calls show once it listens, and waits for the authorization server to
+// send the browser there.
+func awaitSignIn(ctx context.Context, id, authURL string, show func(redirect *url.URL)) (*auth.AuthorizationResult, error) {
 	au, err := url.Parse(authURL)
 	if err != nil {
 		return nil, fmt.Errorf("the authorization URL %q: %w", authURL, err)
@@ -163,16 +198,7 @@ func browserSignIn(ctx context.Context, env *Env, id, authURL string) (*auth.Aut
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	fmt.Fprintf(env.Stderr, "To sign in for node %s, open this URL in a browser:\n\n  %s\n\n", id, authURL)
-	if how, err := openBrowser(env, authURL); how != "" {
-		if err != nil {
-			fmt.Fprintf(env.Stderr, "nerve: opening it with %s failed: %v; open it by hand\n", how, err)
-		} else {
-			fmt.Fprintf(env.Stderr, "(opened with %s; waiting for the sign-in…)\n", how)
-		}
-	} else {
-		fmt.Fprintf(env.Stderr, "(no browser here; waiting for the sign-in at %s…)\n", redirect)
-	}
+	show(redirect)
 	select {
 	case a := <-got:
 		return a.res, a.err

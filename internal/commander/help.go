@@ -10,6 +10,47 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Found is one tool a search found: its node and the tool.
+type Found struct {
+	Node string
+	Tool *mcp.Tool
+}
+
+// RenderSearch is what `@? WORDS` shows: the tools found, best first, each
+// as the line that calls it and its description's first line; nearest
+// says no tool matched the words (the tools are the nearest by spelling).
+func RenderSearch(words string, found []Found, nearest bool, of int, st *Style) string {
+	var b strings.Builder
+	switch {
+	case len(found) == 0:
+		fmt.Fprintf(&b, "no tools to search: no node is ready (:node ls)\n")
+		return b.String()
+	case nearest:
+		fmt.Fprintf(&b, "%s\n", st.paint(dim, fmt.Sprintf("no tool matches %q; the nearest of %d by spelling:", words, of)))
+	}
+	width := 0
+	call := func(f Found) string { return "@" + f.Node + " " + f.Tool.Name }
+	for _, f := range found {
+		width = max(width, utf8.RuneCountInString(call(f)))
+	}
+	width = min(width, 40)
+	for _, f := range found {
+		desc := firstLine(f.Tool.Description)
+		if desc == "" {
+			desc = f.Tool.Title
+		}
+		b.WriteString("  ")
+		b.WriteString(st.paint(bold, call(f)))
+		if desc != "" {
+			b.WriteString(strings.Repeat(" ", max(1, width-utf8.RuneCountInString(call(f))+2)))
+			b.WriteString(clip(desc, 90))
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(&b, "%s\n", st.paint(dim, "@NODE TOOL ? shows a tool's parameters"))
+	return b.String()
+}
+
 // RenderToolList renders a node's tools, one line each (name and the first
 // line of its description), sorted by name, with what to type next.
 func RenderToolList(node string, tools []*mcp.Tool, st *Style) string {
@@ -250,7 +291,8 @@ func examples(node string, t *mcp.Tool, single bool) []string {
 }
 
 // exampleParams picks what an example fills in: the required parameters,
-// or the first optional one when nothing is required.
+// or, when nothing is required, the one that takes free text (bash's
+// command, beside its optional args and argv), else the first.
 func exampleParams(s schemaObj) []param {
 	ps := properties(s, s)
 	var req []param
@@ -260,6 +302,13 @@ func exampleParams(s schemaObj) []param {
 		}
 	}
 	if len(req) == 0 && len(ps) > 0 {
+		if raw := rawParamOf(s); raw != "" {
+			for _, p := range ps {
+				if p.Name == raw {
+					return []param{p}
+				}
+			}
+		}
 		return ps[:1]
 	}
 	return req

@@ -17,6 +17,7 @@ const (
 	ToolHelp             // `@fs read_file ?`, `@bash ?`, `@bash`: one tool's help
 	Call                 // call Line.Tool of Line.Node with Line.Args
 	Command              // `:node ls`: run Line.Argv through the command tree
+	Search               // `@? read a file`: the session's tools that do what Line.Words say
 )
 
 func (k Kind) String() string {
@@ -31,6 +32,8 @@ func (k Kind) String() string {
 		return "call"
 	case Command:
 		return "command"
+	case Search:
+		return "search"
 	}
 	return "unknown"
 }
@@ -75,6 +78,8 @@ type Line struct {
 	Param string
 	// Argv is the words after ':' (Command), quotes removed.
 	Argv []string
+	// Words are what the tool should do (Search).
+	Words string
 	// Input is the line as typed, trimmed: what history keeps.
 	Input string
 }

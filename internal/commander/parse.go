@@ -36,6 +36,12 @@ func Parse(input string, cat Catalog, refs Refs) (*Line, error) {
 		}
 		ln.Kind, ln.Argv = Command, argv
 		return ln, nil
+	case strings.HasPrefix(s, "@?"):
+		ln.Kind, ln.Words = Search, strings.TrimSpace(s[2:])
+		if ln.Words == "" {
+			return nil, errors.New("type what the tool should do after @?: @? read a file")
+		}
+		return ln, nil
 	case s[0] == '@':
 		return parseAt(ln, s[1:], cat, refs)
 	}

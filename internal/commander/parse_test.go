@@ -249,3 +249,21 @@ func TestDeepJSONArgumentNamesLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSearch(t *testing.T) {
+	for in, want := range map[string]string{"@? read a file": "read a file", "@?read  a file ": "read  a file"} {
+		ln, err := Parse(in, NewIndex(nil), nil)
+		if err != nil || ln.Kind != Search || ln.Words != want {
+			t.Errorf("Parse(%q) = %+v, %v; want a search for %q", in, ln, err, want)
+		}
+	}
+	if _, err := Parse("@?", NewIndex(nil), nil); err == nil || !strings.Contains(err.Error(), "@? read a file") {
+		t.Errorf("Parse(@?) = %v, want an error showing how to search", err)
+	}
+	out := RenderSearch("zz", []Found{{Node: "fs", Tool: &mcp.Tool{Name: "read_file", Description: "Read a file.\nMore."}}}, true, 12, NewStyle(false))
+	for _, want := range []string{`no tool matches "zz"; the nearest of 12`, "  @fs read_file  Read a file.\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("RenderSearch:\n%s\nwant %q", out, want)
+		}
+	}
+}

@@ -269,8 +269,10 @@ func typeLabel(root, s schemaObj) string {
 // one required string parameter), or "" when it has none.
 func RawParam(t *mcp.Tool) string { return rawParam(t) }
 
-func rawParam(t *mcp.Tool) string {
-	s := toolSchema(t)
+func rawParam(t *mcp.Tool) string { return rawParamOf(toolSchema(t)) }
+
+// rawParamOf is rawParam of a decoded input schema.
+func rawParamOf(s schemaObj) string {
 	if s == nil {
 		return ""
 	}

@@ -1,10 +1,6 @@
 package commander
 
-import (
-	"strings"
-
-	"github.com/nerve-dev/nerve/internal/callline"
-)
+import "strings"
 
 // Messages name the command that fixes a problem in one canonical form, the
 // shell's: `nerve node restart fs`, `nerve call @fs ?`. Wherever a message
@@ -26,4 +22,13 @@ func ShellSyntax(msg string) string { return toShell.Replace(msg) }
 
 // LineNode returns the node a Commander line starting with '@' names, or
 // "" for any other line.
-func LineNode(line string) string { return callline.Node(line) }
+func LineNode(line string) string {
+	if !strings.HasPrefix(line, "@") {
+		return ""
+	}
+	end := strings.IndexAny(line[1:], " \t\n.?")
+	if end < 0 {
+		return line[1:]
+	}
+	return line[1 : 1+end]
+}

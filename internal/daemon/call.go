@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/internal/sendq"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -17,54 +19,114 @@ import (
 // callStream writes a call's lines. The status line is held back until
 // the first event, so a call that cannot be made at all (no such node,
 // bad arguments) still gets a proper HTTP status.
+//
+// Events come from the node's delivery goroutine, which must never wait
+// for a client (a client suspended with Ctrl-Z stops reading its socket;
+// a write to it blocks until it reads again, and the node's every other
+// call would wait behind it). So send only queues the line: the call's
+// own queue (internal/sendq) writes it, and drops what does not fit while
+// the client does not read. The last line is written by the handler
+// itself, after the queue is drained: it always arrives (docs/daemon.md,
+// "A client that stops reading").
 type callStream struct {
 	w http.ResponseWriter
-	// mu guards the fields below: observers may run on any goroutine.
-	mu      sync.Mutex
-	enc     *json.Encoder
+	// mu guards the fields below: observers may run on any goroutine. It
+	// is never held while writing to w.
+	mu    sync.Mutex
+	q     *sendq.Queue[[]byte] // made by the first event
+	ended bool
+
+	// started: w has its status line. Only the writer of w touches it:
+	// the queue's goroutine while the call runs, the handler once the
+	// queue is closed.
 	started bool
-	ended   bool
 }
 
-func (cs *callStream) startLocked() {
+// callQueueBytes bounds the lines queued for one caller that does not
+// read (some 2,000 progress lines); beyond it they are dropped.
+var callQueueBytes = 256 << 10
+
+func (cs *callStream) start() {
 	if cs.started {
 		return
 	}
 	cs.started = true
 	cs.w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	cs.w.WriteHeader(http.StatusOK)
-	cs.enc = json.NewEncoder(cs.w)
 }
 
+// send queues a line; it never waits for the client.
 func (cs *callStream) send(line *api.CallLine) {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	if cs.ended {
 		return
 	}
-	cs.startLocked()
-	if cs.enc.Encode(line) == nil {
-		flush(cs.w)
+	if cs.q == nil {
+		cs.q = sendq.New(callQueueBytes, cs.write)
+	}
+	cs.q.Push(b, len(b))
+}
+
+// write writes a batch of queued lines (on the queue's goroutine), each
+// after a line saying how many were dropped before it, if any were.
+func (cs *callStream) write(batch []sendq.Item[[]byte]) {
+	cs.start()
+	for _, it := range batch {
+		if it.Lost > 0 {
+			cs.writeSkipped(it.Lost)
+		}
+		if _, err := cs.w.Write(it.Value); err != nil {
+			return // the client is gone; the handler ends with the call
+		}
+	}
+	flush(cs.w)
+}
+
+// writeSkipped tells the client that n events were dropped while it did
+// not read: a warning log line, which `nerve call` and the REPL show.
+func (cs *callStream) writeSkipped(n int) {
+	msg := fmt.Sprintf("nerve skipped %d events of this call: its client did not read them in time (was it suspended?)", n)
+	data, _ := json.Marshal(msg)
+	b, _ := json.Marshal(&api.CallLine{CallEvent: node.CallEvent{Kind: api.EventLog, Level: "warning", Logger: "nerve", Text: msg, Data: data}})
+	_, _ = cs.w.Write(append(b, '\n'))
+}
+
+// finish stops taking events and waits until the queued ones are
+// written; the caller then owns w.
+func (cs *callStream) finish() {
+	cs.mu.Lock()
+	cs.ended = true
+	q := cs.q
+	cs.mu.Unlock()
+	if q == nil {
+		return
+	}
+	if lost := q.Close(); lost > 0 {
+		cs.writeSkipped(lost)
 	}
 }
 
 // end writes the last line: the result, or the error (as a status when
 // nothing was streamed yet).
 func (cs *callStream) end(res *mcp.CallToolResult, err error, took time.Duration) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cs.ended = true
+	cs.finish()
 	if err != nil {
 		status, e := apiError(nodeFailed(err, api.CodeCallFailed, nil, ""))
 		if !cs.started {
 			writeError(cs.w, status, e)
 			return
 		}
-		_ = cs.enc.Encode(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineError}, Error: &e, Duration: took})
+		_ = json.NewEncoder(cs.w).Encode(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineError}, Error: &e, Duration: took})
 		return
 	}
-	cs.startLocked()
-	_ = cs.enc.Encode(&resultLine{CallLine: api.CallLine{CallEvent: node.CallEvent{Kind: api.LineResult}, Duration: took}, MCPResult: res})
+	cs.start()
+	_ = json.NewEncoder(cs.w).Encode(&resultLine{CallLine: api.CallLine{CallEvent: node.CallEvent{Kind: api.LineResult}, Duration: took}, MCPResult: res})
 }
 
 // resultLine is api.CallLine with the result as the node's
@@ -97,11 +159,9 @@ func (cs *callStream) sendTools(tools []*mcp.Tool) {
 	if tools == nil {
 		tools = []*mcp.Tool{}
 	}
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cs.ended = true
-	cs.startLocked()
-	_ = cs.enc.Encode(&toolsLine{CallLine: api.CallLine{CallEvent: node.CallEvent{Kind: api.LineTools}}, MCPTools: tools})
+	cs.finish()
+	cs.start()
+	_ = json.NewEncoder(cs.w).Encode(&toolsLine{CallLine: api.CallLine{CallEvent: node.CallEvent{Kind: api.LineTools}}, MCPTools: tools})
 }
 
 // toolsLine is api.CallLine with the node's tools as they are (the

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -56,6 +57,8 @@ func openCallLog(path string, max int64) (*callLog, error) {
 		max = defaultCallLogMax
 	}
 	l := &callLog{path: path, max: max}
+	l.mu.Lock() // no one else has l yet; openLocked asserts it
+	defer l.mu.Unlock()
 	if err := l.openLocked(); err != nil {
 		return nil, err
 	}
@@ -63,6 +66,7 @@ func openCallLog(path string, max int64) (*callLog, error) {
 }
 
 func (l *callLog) openLocked() error {
+	syncs.AssertLocked(&l.mu)
 	if err := os.MkdirAll(filepath.Dir(l.path), 0o700); err != nil {
 		return fmt.Errorf("creating the call log folder: %w", err)
 	}

@@ -20,8 +20,10 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/atomicfile"
+	"github.com/nerve-dev/nerve/internal/dashboard"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
+	"github.com/nerve-dev/nerve/internal/syncs"
 
 	"go.uber.org/zap"
 
@@ -69,6 +71,9 @@ type Options struct {
 	// HTTP), a loopback address; empty means $NERVE_MCP_LISTEN, else
 	// 127.0.0.1 on a free port.
 	MCPListen string
+	// UI are the dashboard's hooks from above the daemon (sign-in, a
+	// graph's steps); the dashboard is served beside the MCP endpoint.
+	UI dashboard.Hooks
 }
 
 // Daemon holds named sessions and serves them through Handler.
@@ -84,6 +89,8 @@ type Daemon struct {
 	stopping atomic.Bool
 	// mcp is the session MCP endpoint while it is served (Run starts it).
 	mcp atomic.Pointer[mcpserver.Endpoint]
+	// ui is the dashboard served beside it; nil when embedded.
+	ui *dashboard.Dashboard
 	// bg tracks node starts that outlive the request (restore).
 	bg       sync.WaitGroup
 	bgCtx    context.Context
@@ -141,6 +148,9 @@ func New(opts *Options) (*Daemon, error) {
 		sessions: make(map[string]*held),
 	}
 	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
+	if !o.Embedded {
+		d.ui = d.newDashboard() // dashboard.go
+	}
 	if o.CallLog != "" {
 		cl, err := openCallLog(o.CallLog, o.CallLogMax)
 		if err != nil {
@@ -227,13 +237,20 @@ func (d *Daemon) addDefaults(ctx context.Context, s *session.Session) {
 }
 
 func (d *Daemon) newHeldLocked(name string) *held {
+	syncs.AssertLocked(&d.mu)
 	h := &held{}
 	opts := &session.Options{Logger: d.log, MCPEndpoint: d.sessionEndpoint(name)}
-	if d.calls != nil {
-		// Every call of the session, whoever made it, is logged here once.
+	if d.calls != nil || d.ui != nil {
+		// Every call of the session, whoever made it, is logged here once
+		// and shown on the dashboard.
 		opts.OnCall = func(_ context.Context, c *session.CallInfo) {
-			if err := d.calls.record(name, c); err != nil {
-				d.log.Warn("writing the call log", zap.Error(err))
+			if d.calls != nil {
+				if err := d.calls.record(name, c); err != nil {
+					d.log.Warn("writing the call log", zap.Error(err))
+				}
+			}
+			if d.ui != nil {
+				d.ui.Called(name, c)
 			}
 		}
 	}
@@ -265,6 +282,7 @@ func (d *Daemon) newHeldLocked(name string) *held {
 }
 
 func (d *Daemon) namesLocked() []string {
+	syncs.AssertLocked(&d.mu)
 	names := make([]string, 0, len(d.sessions))
 	for n := range d.sessions {
 		names = append(names, n)

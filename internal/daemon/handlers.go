@@ -241,6 +241,9 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if r.URL.Query().Get("dry_run") == "1" {
+		return checkNode(w, r, s, spec) // check.go
+	}
 	// The kind's rules (a graph's calls, schemas, cycles) hold for every
 	// client, not only the CLI.
 	warnings, err := s.Check(r.Context(), spec)

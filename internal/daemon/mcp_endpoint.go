@@ -46,6 +46,7 @@ func (d *Daemon) startMCP() (stop func()) {
 				Version: d.opts.Version,
 				Logger:  d.log.Named("mcp"),
 			},
+			Mounts: d.uiMounts(), // dashboard.go
 		})
 	}
 	if err != nil {
@@ -57,6 +58,9 @@ func (d *Daemon) startMCP() (stop func()) {
 	d.mcp.Store(ep)
 	return func() {
 		d.mcp.Store(nil)
+		if d.ui != nil {
+			d.ui.Close() // its event streams end before the listener's grace
+		}
 		if err := ep.Close(context.Background()); err != nil {
 			d.log.Warn("closing the MCP endpoint", zap.Error(err))
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
+	"github.com/nerve-dev/nerve/internal/sendq"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -177,18 +178,27 @@ var pendingAnswers sync.Map // id → chan api.AttachAnswer
 
 // streamAttachment writes a node's requests for a person to an attach
 // stream and waits for the answers posted back.
+//
+// Its lines go through a queue of the stream's own (internal/sendq): a
+// resource's news comes from the node's delivery goroutine, which must
+// never wait for a REPL suspended with Ctrl-Z.
 type streamAttachment struct {
-	mu sync.Mutex // guards writes to the stream and closed
-	// closed is set when the handler returns: the ResponseWriter must not
-	// be touched after that (net/http finishes the response).
+	mu sync.Mutex // guards closed
+	// closed is set when the handler returns: the queue is closed, and
+	// the ResponseWriter must not be touched after that (net/http
+	// finishes the response).
 	closed bool
+	q      *sendq.Queue[[]byte]
 	w      http.ResponseWriter
-	enc    *json.Encoder
 	ctx    context.Context // the stream's
 	// commander marks a REPL's stream: it is offered requests first and
 	// may pass them on (api.AttachPass).
 	commander bool
 }
+
+// attachQueueBytes bounds the lines queued for an attach stream whose
+// client does not read; beyond it they are dropped.
+const attachQueueBytes = 256 << 10
 
 // attachMember is one member of an attachGroup: an attach stream, or
 // the MCP server of a connection switched to MCP (mcp_stdio.go).
@@ -202,23 +212,44 @@ type attachMember interface {
 	resourceUpdated(uri string)
 }
 
+func newStreamAttachment(ctx context.Context, w http.ResponseWriter, commander bool) *streamAttachment {
+	a := &streamAttachment{w: w, ctx: ctx, commander: commander}
+	a.q = sendq.New(attachQueueBytes, a.write)
+	return a
+}
+
 func (a *streamAttachment) isCommander() bool { return a.commander }
 
 func (a *streamAttachment) resourceUpdated(uri string) {
 	_ = a.send(api.AttachLine{Kind: api.AttachResourceUpdated, URI: uri})
 }
 
+// send queues line for the stream; it never waits for the client.
 func (a *streamAttachment) send(line api.AttachLine) error {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {
 		return errGone
 	}
-	if err := a.enc.Encode(line); err != nil {
-		return err
+	if !a.q.Push(b, len(b)) {
+		return fmt.Errorf("the client is %d KiB behind on its stream", attachQueueBytes>>10)
+	}
+	return nil
+}
+
+// write writes a batch of queued lines, on the queue's goroutine.
+func (a *streamAttachment) write(batch []sendq.Item[[]byte]) {
+	for _, it := range batch {
+		if _, err := a.w.Write(it.Value); err != nil {
+			return
+		}
 	}
 	flush(a.w)
-	return nil
 }
 
 // errPassed is a commander passing an offered request on; errGone is a
@@ -454,14 +485,14 @@ func (d *Daemon) handleMCPAttach(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
-	a := &streamAttachment{w: w, enc: json.NewEncoder(w), ctx: r.Context(),
-		commander: r.URL.Query().Get("as") == api.AttachAsCommander}
+	a := newStreamAttachment(r.Context(), w, r.URL.Query().Get("as") == api.AttachAsCommander)
 	leave := joinAttachGroup(b, s, id, a)
 	defer leave()
 	defer func() {
 		a.mu.Lock()
 		a.closed = true
 		a.mu.Unlock()
+		a.q.Close() // the last lines are written (or fail) before w is done
 	}()
 	_ = a.send(api.AttachLine{Kind: api.AttachReady})
 	<-r.Context().Done()

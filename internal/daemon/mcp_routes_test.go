@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -73,7 +74,7 @@ func TestWithdrawnWhenAskingEnds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &lineRecorder{header: http.Header{}, lines: make(chan api.AttachLine, 8)}
-			g := &attachGroup{members: []attachMember{&streamAttachment{w: rec, enc: json.NewEncoder(rec), ctx: context.Background()}}}
+			g := &attachGroup{members: []attachMember{newStreamAttachment(context.Background(), rec, false)}}
 			ctx, cancel := tt.ctx()
 			errc := make(chan error, 1)
 			go func() {
@@ -185,4 +186,41 @@ func TestWithdrawnWhenTheCallEnds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stalledWriter is an attach stream's client that stopped reading: every
+// write blocks until release is closed.
+type stalledWriter struct {
+	header  http.Header
+	release chan struct{}
+}
+
+func (c *stalledWriter) Header() http.Header { return c.header }
+func (c *stalledWriter) WriteHeader(int)     {}
+func (c *stalledWriter) Flush()              {}
+func (c *stalledWriter) Write(b []byte) (int, error) {
+	<-c.release
+	return len(b), nil
+}
+
+// TestAttachStreamNeverBlocksTheNode: a resource's news reaches an attach
+// stream from the node's delivery goroutine; a REPL suspended with Ctrl-Z
+// (its stream no longer read) must not hold that goroutine up.
+func TestAttachStreamNeverBlocksTheNode(t *testing.T) {
+	w := &stalledWriter{header: http.Header{}, release: make(chan struct{})}
+	a := newStreamAttachment(context.Background(), w, true)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 10000 {
+			a.resourceUpdated(fmt.Sprintf("file:///r%d", i))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("telling a stalled stream of updated resources blocked the caller")
+	}
+	close(w.release)
+	a.q.Close()
 }

@@ -18,6 +18,8 @@ func (d *Daemon) routes() http.Handler {
 		{"DELETE /v1/sessions/{session}", http.HandlerFunc(d.handleRemoveSession)},
 		{"GET /v1/sessions/{session}/events", http.HandlerFunc(d.handleEvents)},
 		{"GET /v1/sessions/{session}/tools", d.inSession(false, d.handleToolset)},
+		{"GET /v1/sessions/{session}/tools/search", d.inSession(false, d.handleToolSearch)}, // search.go
+		{"POST /v1/sessions/{session}/ui", d.inSession(false, d.handleUI)},                  // dashboard.go
 
 		// inSession: the session must exist (or, with true, is made).
 		{"GET /v1/sessions/{session}/nodes", d.inSession(false, d.handleNodes)},
@@ -36,6 +38,8 @@ func (d *Daemon) routes() http.Handler {
 		{"POST /v1/sessions/{session}/nodes/{node}/call", http.HandlerFunc(d.handleCall)},       // call.go
 		{"GET /v1/sessions/{session}/nodes/{node}/runs/{run}", d.inSession(false, d.handleRun)}, // runs.go
 		{"POST /v1/sessions/{session}/nodes/{node}/reset", http.HandlerFunc(d.handleReset)},
+		{"POST /v1/sessions/{session}/script", d.inSession(false, d.handleScript)}, // script.go
+		{"GET /v1/sessions/{session}/script", d.inSession(false, d.handleScriptTool)},
 		{"GET /v1/sessions/{session}/nodes/{node}/resources", http.HandlerFunc(d.handleResources)},
 		{"POST /v1/sessions/{session}/nodes/{node}/resources/read", http.HandlerFunc(d.handleReadResource)},
 		{"GET /v1/sessions/{session}/nodes/{node}/prompts", http.HandlerFunc(d.handlePrompts)},

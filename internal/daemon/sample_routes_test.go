@@ -82,7 +82,7 @@ func TestAttachRouting(t *testing.T) {
 					c.name = m + "2"
 				}
 				c.answer = map[string]func(string) api.AttachAnswer{"r": calling, "i": idle, "s": serve}[m]
-				g.members = append(g.members, &streamAttachment{w: c, enc: json.NewEncoder(c), ctx: context.Background(), commander: m != "s"})
+				g.members = append(g.members, newStreamAttachment(context.Background(), c, m != "s"))
 			}
 			res, err := g.Sample(context.Background(), "ev", &mcp.CreateMessageParams{MaxTokens: 5})
 			if err != nil {

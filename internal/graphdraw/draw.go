@@ -68,11 +68,7 @@ func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) 
 			if len(row) == 1 {
 				branch = "──"
 			}
-			what := s.Call
-			if s.Call == "" {
-				what = "ask"
-			}
-			line := fmt.Sprintf("%s%s %-*s  %s", strings.Repeat("   ", l), branch, width, s.ID, what)
+			line := fmt.Sprintf("%s%s %-*s  %s", strings.Repeat("   ", l), branch, width, s.ID, what(s))
 			if len(s.Deps) > 0 {
 				line += "  ← " + strings.Join(s.Deps, ", ")
 			}
@@ -84,15 +80,23 @@ func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) 
 	}
 }
 
+// what is what a step does, in a word: its call, "script" or "ask".
+func what(s *graphlang.Step) string {
+	switch {
+	case s.Call != "":
+		return s.Call
+	case s.Script != "":
+		return "script"
+	}
+	return "ask"
+}
+
 // Dot is d as Graphviz dot.
 func Dot(name string, d *graphlang.Def) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %q {\n  rankdir=LR;\n", name)
 	for _, s := range d.Steps {
-		label := s.ID + "\\n" + s.Call
-		if s.Call == "" {
-			label = s.ID + "\\nask"
-		}
+		label := s.ID + "\\n" + what(s)
 		fmt.Fprintf(&b, "  %q [label=\"%s\"];\n", s.ID, strings.ReplaceAll(label, `"`, `\"`))
 	}
 	for _, s := range d.Steps {
@@ -109,11 +113,7 @@ func Mermaid(d *graphlang.Def) string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	for _, s := range d.Steps {
-		what := s.Call
-		if what == "" {
-			what = "ask"
-		}
-		fmt.Fprintf(&b, "  %s[\"%s<br/>%s\"]\n", s.ID, s.ID, what)
+		fmt.Fprintf(&b, "  %s[\"%s<br/>%s\"]\n", s.ID, s.ID, what(s))
 	}
 	for _, s := range d.Steps {
 		for _, dep := range s.Deps {

@@ -27,3 +27,19 @@ func TestDraw(t *testing.T) {
 		t.Errorf("Mermaid:\n%s", got)
 	}
 }
+
+// A script step is drawn as "script", after the steps it reads.
+func TestDrawScript(t *testing.T) {
+	d, err := graphlang.Parse([]byte("steps:\n  read: {call: fs.read}\n  sum: {script: 'result = len(steps[\"read\"][\"text\"])'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	Text(&b, "g", d, nil)
+	if want := "graph g: 2 steps\n── read  fs.read\n   ── sum   script  ← read\n"; b.String() != want {
+		t.Errorf("Text:\n%s\nwant:\n%s", b.String(), want)
+	}
+	if got := Mermaid(d); !strings.Contains(got, `sum["sum<br/>script"]`) {
+		t.Errorf("Mermaid:\n%s", got)
+	}
+}

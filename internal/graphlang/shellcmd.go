@@ -4,6 +4,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The programs a value may not reach (docs/graphs.md, "Values and the
@@ -14,11 +15,13 @@ import (
 // (`git log ${inputs.x}` with --output=FILE). Wrappers (env, sudo,
 // timeout, …) are looked through to the program they run.
 
+// The tables below are built on first use, not at every start of nerve
+// (STYLE.md, practice 16): most runs of nerve check no graph.
+
 // interpreters run their arguments (or a script an argument names) as
 // code: a value in any of their arguments is refused.
-var interpreters = map[string]string{}
-
-func init() {
+var interpreters = sync.OnceValue(func() map[string]string {
+	interpreters := map[string]string{}
 	for _, f := range []struct{ why, names string }{
 		{"a shell, which runs its arguments as a script (-c) or names its script with them", "sh bash zsh dash ksh mksh ash fish csh tcsh busybox"},
 		{"a bash builtin that runs its argument as code", "eval source . trap alias compgen complete bind enable fc hash"},
@@ -30,17 +33,20 @@ func init() {
 			interpreters[n] = f.why
 		}
 	}
-}
+	return interpreters
+})
 
 // versioned names interpreters by version: python3.12, perl5.36.
-var versioned = regexp.MustCompile(`^(python|perl|ruby|php|lua|node)[0-9][0-9.]*$`)
+var versioned = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(python|perl|ruby|php|lua|node)[0-9][0-9.]*$`)
+})
 
 func interpreter(name string) (string, bool) {
-	if why, ok := interpreters[name]; ok {
+	if why, ok := interpreters()[name]; ok {
 		return why, true
 	}
-	if m := versioned.FindStringSubmatch(name); m != nil {
-		return interpreters[m[1]], true
+	if m := versioned().FindStringSubmatch(name); m != nil {
+		return interpreters()[m[1]], true
 	}
 	return "", false
 }
@@ -61,43 +67,45 @@ type optGrammar struct {
 }
 
 // wrappers run the program named in their arguments.
-var wrappers = map[string]optGrammar{
-	"env":     {flags: "i0v", args: "uCP", code: "S", longFlag: []string{"ignore-environment", "null", "debug"}, longArg: []string{"unset", "chdir"}, longCode: []string{"split-string"}, assigns: true},
-	"exec":    {flags: "cl", args: "a"},
-	"command": {flags: "pvV"},
-	"builtin": {},
-	"nohup":   {},
-	"nice":    {args: "n", longArg: []string{"adjustment"}},
-	"timeout": {flags: "fvp", args: "sk", longFlag: []string{"foreground", "preserve-status", "verbose"}, longArg: []string{"signal", "kill-after"}, operands: 1},
-	"stdbuf":  {args: "ioe", longArg: []string{"input", "output", "error"}},
-	"setsid":  {flags: "cfw", longFlag: []string{"ctty", "fork", "wait"}},
-	"sudo": {flags: "AbEeHKklnPSVvBN", args: "CDghprRtTUu", shell: "si", longFlag: []string{"askpass", "background", "preserve-env", "edit", "set-home", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "validate", "bell", "no-update"},
-		longArg: []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"}, longCode: []string{"shell", "login"}},
-	"doas":    {flags: "n", args: "uC", shell: "s"},
-	"chroot":  {longFlag: []string{"skip-chdir"}, longArg: []string{"userspec", "groups"}, operands: 1},
-	"ionice":  {flags: "t", args: "cnp", longFlag: []string{"ignore"}, longArg: []string{"class", "classdata", "pid"}},
-	"taskset": {flags: "acp", longFlag: []string{"all-tasks", "cpu-list", "pid"}, operands: 1},
-	"time":    {flags: "apqv", args: "fo", longFlag: []string{"append", "portability", "quiet", "verbose"}, longArg: []string{"format", "output"}},
-	"flock":   {flags: "sxunoFe", args: "wE", code: "c", longFlag: []string{"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose"}, longArg: []string{"timeout", "wait", "conflict-exit-code"}, longCode: []string{"command"}, operands: 1},
-}
+var wrappers = sync.OnceValue(func() map[string]optGrammar {
+	return map[string]optGrammar{
+		"env":     {flags: "i0v", args: "uCP", code: "S", longFlag: []string{"ignore-environment", "null", "debug"}, longArg: []string{"unset", "chdir"}, longCode: []string{"split-string"}, assigns: true},
+		"exec":    {flags: "cl", args: "a"},
+		"command": {flags: "pvV"},
+		"builtin": {},
+		"nohup":   {},
+		"nice":    {args: "n", longArg: []string{"adjustment"}},
+		"timeout": {flags: "fvp", args: "sk", longFlag: []string{"foreground", "preserve-status", "verbose"}, longArg: []string{"signal", "kill-after"}, operands: 1},
+		"stdbuf":  {args: "ioe", longArg: []string{"input", "output", "error"}},
+		"setsid":  {flags: "cfw", longFlag: []string{"ctty", "fork", "wait"}},
+		"sudo": {flags: "AbEeHKklnPSVvBN", args: "CDghprRtTUu", shell: "si", longFlag: []string{"askpass", "background", "preserve-env", "edit", "set-home", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "validate", "bell", "no-update"},
+			longArg: []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"}, longCode: []string{"shell", "login"}},
+		"doas":    {flags: "n", args: "uC", shell: "s"},
+		"chroot":  {longFlag: []string{"skip-chdir"}, longArg: []string{"userspec", "groups"}, operands: 1},
+		"ionice":  {flags: "t", args: "cnp", longFlag: []string{"ignore"}, longArg: []string{"class", "classdata", "pid"}},
+		"taskset": {flags: "acp", longFlag: []string{"all-tasks", "cpu-list", "pid"}, operands: 1},
+		"time":    {flags: "apqv", args: "fo", longFlag: []string{"append", "portability", "quiet", "verbose"}, longArg: []string{"format", "output"}},
+		"flock":   {flags: "sxunoFe", args: "wE", code: "c", longFlag: []string{"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose"}, longArg: []string{"timeout", "wait", "conflict-exit-code"}, longCode: []string{"command"}, operands: 1},
+	}
+})
 
 // scripted programs take a script of their own language as their first
 // operand or with -e/-f: a value there is code (GNU sed's e command and
 // flag run a shell; awk's system() and pipes do); values in the operands
 // after it are files.
-var scripted = map[string]optGrammar{
-	"sed": {flags: "nrEsuz", args: "l", code: "ef", attached: "i", longFlag: []string{"quiet", "silent", "debug", "posix", "regexp-extended", "separate", "unbuffered", "null-data", "zero-terminated", "follow-symlinks", "sandbox", "in-place", "help", "version"},
-		longArg: []string{"line-length"}, longCode: []string{"expression", "file"}},
-	"awk": {flags: "bcCdDghLMnNoOpPrsStVY", args: "vFW", code: "efEil", longFlag: []string{"characters-as-bytes", "traditional", "copyright", "dump-variables", "debug", "gen-pot", "help", "lint", "bignum", "use-lc-numeric", "non-decimal-data", "pretty-print", "optimize", "profile", "posix", "re-interval", "no-optimize", "sandbox", "lint-old", "version"},
-		longArg: []string{"assign", "field-separator"}, longCode: []string{"file", "source", "exec", "include", "load"}},
-}
-
-func init() {
+var scripted = sync.OnceValue(func() map[string]optGrammar {
+	scripted := map[string]optGrammar{
+		"sed": {flags: "nrEsuz", args: "l", code: "ef", attached: "i", longFlag: []string{"quiet", "silent", "debug", "posix", "regexp-extended", "separate", "unbuffered", "null-data", "zero-terminated", "follow-symlinks", "sandbox", "in-place", "help", "version"},
+			longArg: []string{"line-length"}, longCode: []string{"expression", "file"}},
+		"awk": {flags: "bcCdDghLMnNoOpPrsStVY", args: "vFW", code: "efEil", longFlag: []string{"characters-as-bytes", "traditional", "copyright", "dump-variables", "debug", "gen-pot", "help", "lint", "bignum", "use-lc-numeric", "non-decimal-data", "pretty-print", "optimize", "profile", "posix", "re-interval", "no-optimize", "sandbox", "lint-old", "version"},
+			longArg: []string{"assign", "field-separator"}, longCode: []string{"file", "source", "exec", "include", "load"}},
+	}
 	for _, n := range []string{"gawk", "mawk", "nawk"} {
 		scripted[n] = scripted["awk"]
 	}
 	scripted["gsed"] = scripted["sed"]
-}
+	return scripted
+})
 
 // nameTakers take variable names as arguments, and bash evaluates a
 // subscript in a name as code (read 'a[$(id)]').
@@ -118,7 +126,7 @@ func scanOptions(ws []cmdWord, from int, g optGrammar) optScan {
 	j := from
 	for ; j < len(ws); j++ {
 		w := ws[j]
-		if g.assigns && nameChars.MatchString(w.prefix) {
+		if g.assigns && nameChars().MatchString(w.prefix) {
 			s.opts = append(s.opts, j)
 			continue
 		}
@@ -215,7 +223,7 @@ func resolveQuiet(ws []cmdWord) (string, int) {
 			return "", i
 		}
 		name := path.Base(ws[i].lit)
-		g, ok := wrappers[name]
+		g, ok := wrappers()[name]
 		if !ok {
 			return name, i
 		}
@@ -247,7 +255,7 @@ func (a *shellAnalysis) command(ws []cmdWord) (string, int) {
 			return "", i
 		}
 		name := path.Base(w.lit)
-		g, isWrapper := wrappers[name]
+		g, isWrapper := wrappers()[name]
 		if !isWrapper {
 			a.program(name, ws[i:])
 			return name, i
@@ -255,7 +263,7 @@ func (a *shellAnalysis) command(ws []cmdWord) (string, int) {
 		s := scanOptions(ws, i+1, g)
 		for _, j := range s.opts {
 			if c := ws[j].c; c.any() {
-				if g.assigns && nameChars.MatchString(ws[j].prefix) {
+				if g.assigns && nameChars().MatchString(ws[j].prefix) {
 					if v := strings.TrimSuffix(ws[j].prefix, "="); codeVariable(v) {
 						a.refuse(c.first(), "it is assigned to %s, whose value programs run as code", v)
 					}
@@ -299,7 +307,7 @@ func (a *shellAnalysis) program(name string, ws []cmdWord) {
 		}
 		return
 	}
-	if g, ok := scripted[name]; ok {
+	if g, ok := scripted()[name]; ok {
 		s := scanOptions(ws, 1, g)
 		for _, j := range s.code {
 			if c := ws[j].c; c.any() {
@@ -429,7 +437,7 @@ func readsCode(prog string, ws []cmdWord) bool {
 	return true
 }
 
-var nameChars = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+var nameChars = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`) })
 
 // codeVariable reports whether programs run a variable's value as code,
 // or let it choose what runs: PATH, PS4, BASH_ENV, LD_PRELOAD, PAGER, ….

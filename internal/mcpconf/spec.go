@@ -2,12 +2,14 @@ package mcpconf
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/nerve-dev/nerve/internal/httpretry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -44,6 +46,9 @@ type Options struct {
 	// Idle, if set, stops the server after that long without a call; the
 	// next call starts it again.
 	Idle node.Duration `json:"idle,omitempty"`
+	// Retry tunes the retries of an http or sse server's requests that
+	// it turned away (internal/httpretry); nil keeps the defaults.
+	Retry *Retry `json:"retry,omitempty"`
 	// OAuth tunes OAuth authorization of an http server. Without it the node
 	// still answers a server's 401 with discovery and dynamic client
 	// registration; set it for a pre-registered client, a client ID
@@ -86,6 +91,53 @@ type OAuth struct {
 	// empty means the key's own: ES256/ES384/ES512 by curve, RS256 for
 	// RSA, EdDSA for Ed25519.
 	SigningAlg string `json:"signing_alg,omitempty"`
+}
+
+// Retry is how a node retries an HTTP request its server or a gateway
+// turned away (429, 502, 503, 504): the mcp kind's and the llm kind's
+// option "retry". Zero fields keep the kind's defaults.
+type Retry struct {
+	// Attempts is how many tries in all, the first included (1: never
+	// retry).
+	Attempts int `json:"attempts,omitempty"`
+	// Base is the wait before the first retry when the server names no
+	// Retry-After; each later wait doubles (with ±25 % jitter).
+	Base node.Duration `json:"base,omitempty"`
+	// Max caps every wait: a server whose Retry-After asks for longer is
+	// not waited for, and the call fails saying so.
+	Max node.Duration `json:"max,omitempty"`
+}
+
+// Over returns def with the fields r sets; r may be nil.
+func (r *Retry) Over(def httpretry.Policy) httpretry.Policy {
+	if r == nil {
+		return def
+	}
+	if r.Attempts > 0 {
+		def.Attempts = r.Attempts
+	}
+	if r.Base > 0 {
+		def.Base = time.Duration(r.Base)
+	}
+	if r.Max > 0 {
+		def.Max = time.Duration(r.Max)
+	}
+	return def
+}
+
+// Check refuses settings that cannot work, saying what would.
+func (r *Retry) Check() error {
+	switch {
+	case r == nil:
+		return nil
+	case r.Attempts < 0 || r.Attempts > 100:
+		return fmt.Errorf("retry attempts %d: give the tries in all, from 1 (never retry) to 100", r.Attempts)
+	case r.Base < 0 || r.Max < 0:
+		return errors.New("retry base and max are durations such as 250ms or 10s, not negative")
+	case r.Max > 0 && r.Base > r.Max:
+		return fmt.Errorf("retry base %v is over max %v: the first wait cannot be longer than the cap", time.Duration(r.Base), time.Duration(r.Max))
+	}
+	return nil
 }
 
 // SigningAlgs are the values OAuth.SigningAlg may take.
@@ -149,6 +201,12 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 		if err := o.OAuth.check(); err != nil {
 			return Server{}, o, fmt.Errorf("mcp node %q: %w", spec.ID, err)
 		}
+	}
+	if o.Retry != nil && s.Transport == "stdio" {
+		return Server{}, o, fmt.Errorf("mcp node %q: retry is for http and sse servers, whose requests a server or gateway may turn away; remove it", spec.ID)
+	}
+	if err := o.Retry.Check(); err != nil {
+		return Server{}, o, fmt.Errorf("mcp node %q: %w", spec.ID, err)
 	}
 	return s, o, nil
 }

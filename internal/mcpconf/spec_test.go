@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nerve-dev/nerve/internal/httpretry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -159,6 +160,39 @@ func TestOAuthGrantChecked(t *testing.T) {
 	} {
 		_, _, err := ServerFromSpec(node.Spec{ID: "x", Kind: Kind, Options: json.RawMessage(opts)})
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v; want %q", opts, err, want)
+		}
+	}
+}
+
+// TestRetryOption: the retry option is read from the spec, checked, and
+// fills only the fields it sets over a kind's defaults.
+func TestRetryOption(t *testing.T) {
+	spec := func(opts string) node.Spec {
+		return node.Spec{ID: "r", Kind: Kind, Options: json.RawMessage(opts)}
+	}
+	_, o, err := ServerFromSpec(spec(`{"url":"https://h/mcp","retry":{"attempts":5,"base":"1s"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := httpretry.Policy{Attempts: 3, Base: time.Millisecond, Max: time.Minute}
+	if got := o.Retry.Over(def); got.Attempts != 5 || got.Base != time.Second || got.Max != time.Minute {
+		t.Errorf("Over = %+v; want attempts 5, base 1s, max kept", got)
+	}
+	if got := (*Retry)(nil).Over(def); got.Attempts != 3 {
+		t.Errorf("nil Over = %+v; want the defaults", got)
+	}
+	for opts, want := range map[string]string{
+		`{"url":"https://h/mcp","retry":{"attempts":-1}}`:           "retry attempts -1",
+		`{"url":"https://h/mcp","retry":{"base":"10s","max":"1s"}}`: "retry base 10s is over max 1s",
+		`{"transport":"stdio","retry":{"attempts":2}}`:              "retry is for http and sse servers",
+		`{"url":"https://h/mcp","retry":{"attempts":1000}}`:         "from 1 (never retry) to 100",
+	} {
+		sp := spec(opts)
+		if strings.Contains(opts, "stdio") {
+			sp.Command = []string{"server"}
+		}
+		if _, _, err := ServerFromSpec(sp); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want %q", opts, err, want)
 		}
 	}

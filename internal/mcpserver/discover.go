@@ -83,11 +83,18 @@ func (s *Server) discoveryTools(exp Exposure) map[string]wantTool {
 	return want
 }
 
-// setCatalog makes cat what discovery searches and calls; the index is
-// built again on the next search when the tools changed.
+// setCatalog makes cat what discovery searches and calls. On a session
+// the search is the session's one index (Searcher); on another backend
+// the server's own, built again on the next search when the tools
+// changed.
 func (s *Server) setCatalog(cat map[string]wantTool) {
+	served := make(map[toolKey]string, len(cat))
+	for name, w := range cat {
+		served[toolKey{w.node, w.tool.Name}] = name
+	}
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
+	s.served = served
 	same := len(cat) == len(s.catalog)
 	for name, w := range cat {
 		if !same {
@@ -110,7 +117,58 @@ func (s *Server) lookup(name string) (wantTool, bool) {
 	return w, ok
 }
 
-// searchIndex returns the index of the catalogue, building it if needed.
+// toolKey is a tool by node and the node's own name for it.
+type toolKey struct{ node, tool string }
+
+// Searcher is a backend that ranks with its session's one tool index
+// (pkg/session's SearchTools), so search_tools finds what `nerve tools
+// --search`, the llm node's discovery and the Commander find, and learns
+// from the session's calls.
+type Searcher interface {
+	SearchTools(ctx context.Context, query string, o *toolsearch.Options) toolsearch.Result
+}
+
+// SearchTools ranks the session's tools (Searcher).
+func (b *SessionBackend) SearchTools(ctx context.Context, query string, o *toolsearch.Options) toolsearch.Result {
+	return b.s.SearchTools(ctx, query, o)
+}
+
+// hit is one tool search_tools found, under the name it is served as.
+type hit struct {
+	name, node string
+	tool       *mcp.Tool
+}
+
+// find ranks the served tools for query: with the session's index when
+// the backend has one (the served names through the exposure), else with
+// the server's own.
+func (s *Server) find(ctx context.Context, query string, limit int) ([]hit, toolsearch.Result) {
+	var r toolsearch.Result
+	sr, ok := s.b.(Searcher)
+	if !ok {
+		r = s.searchIndex().Find(ctx, query, &toolsearch.Options{Limit: limit})
+		out := make([]hit, len(r.Hits))
+		for i, h := range r.Hits {
+			out[i] = hit{h.Name, h.Node, h.Tool}
+		}
+		return out, r
+	}
+	s.catMu.Lock()
+	served := s.served
+	s.catMu.Unlock()
+	r = sr.SearchTools(ctx, query, &toolsearch.Options{Limit: limit, Allow: func(d *toolsearch.Doc) bool {
+		_, ok := served[toolKey{d.Node, d.Tool.Name}]
+		return ok
+	}})
+	out := make([]hit, len(r.Hits))
+	for i, h := range r.Hits {
+		out[i] = hit{served[toolKey{h.Node, h.Tool.Name}], h.Node, h.Tool}
+	}
+	return out, r
+}
+
+// searchIndex returns the server's own index of the catalogue, building
+// it if needed (a backend that is not a Searcher).
 func (s *Server) searchIndex() *toolsearch.Index {
 	s.catMu.Lock()
 	defer s.catMu.Unlock()
@@ -137,8 +195,11 @@ type found struct {
 type searchResult struct {
 	Tools []found `json:"tools"`
 	// Of is how many tools the search went through.
-	Of   int    `json:"of"`
-	Note string `json:"note,omitempty"`
+	Of int `json:"of"`
+	// Nearest: no tool matched the query's words; Tools are the
+	// nearest (toolsearch.Result.Nearest).
+	Nearest bool   `json:"nearest,omitempty"`
+	Note    string `json:"note,omitempty"`
 }
 
 // metaArgs decodes a meta-tool's arguments (the SDK checked them against
@@ -191,24 +252,28 @@ func (s *Server) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		limit = searchDefault
 	}
 	limit = min(limit, searchMax)
-	ix := s.searchIndex()
-	out := searchResult{Tools: []found{}, Of: ix.Len()}
-	for _, h := range ix.Search(in.Query, limit) {
-		out.Tools = append(out.Tools, found{Name: h.Name, Description: h.Tool.Description, InputSchema: objectSchema(h.Tool.InputSchema), State: s.readiness(ctx, h.Node)})
+	hits, r := s.find(ctx, in.Query, limit)
+	out := searchResult{Tools: []found{}, Of: r.Of, Nearest: r.Nearest}
+	for _, h := range hits {
+		out.Tools = append(out.Tools, found{Name: h.name, Description: h.tool.Description, InputSchema: objectSchema(h.tool.InputSchema), State: s.readiness(ctx, h.node)})
 	}
-	if len(out.Tools) == 0 {
-		out.Note = fmt.Sprintf("no tool matches %q: try other words for what it should do", in.Query)
+	switch {
+	case r.Of == 0:
+		out.Note = "this session serves no tools yet: add a node (`nerve node add`), or check `nerve session set expose`"
+	case r.Nearest:
+		out.Note = r.Describe(in.Query)
 	}
 	return jsonResult(out)
 }
 
 // unknown is the answer for a name discovery does not serve, hidden or
 // not: the same words either way, so a filter does not leak what it hides.
-func (s *Server) unknown(name string) *mcp.CallToolResult {
+func (s *Server) unknown(ctx context.Context, name string) *mcp.CallToolResult {
 	msg := fmt.Sprintf("no tool %q here: find tools with search_tools and use the name it gives", name)
 	var like []string
-	for _, h := range s.searchIndex().Search(name, 3) {
-		like = append(like, h.Name)
+	hits, _ := s.find(ctx, name, 3)
+	for _, h := range hits {
+		like = append(like, h.name)
 	}
 	if len(like) > 0 {
 		msg += " (close: " + strings.Join(like, ", ") + ")"
@@ -226,7 +291,7 @@ func (s *Server) describeTool(ctx context.Context, req *mcp.CallToolRequest) (*m
 	}
 	w, ok := s.lookup(in.Name)
 	if !ok {
-		return s.unknown(in.Name), nil
+		return s.unknown(ctx, in.Name), nil
 	}
 	t := *w.tool
 	t.Name = in.Name
@@ -256,7 +321,7 @@ func (s *Server) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.C
 	}
 	w, ok := s.lookup(in.Name)
 	if !ok {
-		return s.unknown(in.Name), nil
+		return s.unknown(ctx, in.Name), nil
 	}
 	args := in.Arguments
 	if len(args) == 0 || string(args) == "null" {

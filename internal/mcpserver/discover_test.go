@@ -173,3 +173,33 @@ func TestDiscoverCancellation(t *testing.T) {
 		return slices.ContainsFunc(tail.StderrTail(), func(l string) bool { return strings.Contains(l, "slow: cancelled") })
 	}, "the server behind the node to say the call was cancelled")
 }
+
+// TestDiscoverSessionIndex: on a session, search_tools ranks with the
+// session's one index (the server builds none of its own) and never
+// answers empty: a query no tool matches gets the nearest tools, marked.
+func TestDiscoverSessionIndex(t *testing.T) {
+	s := newSession(t)
+	addNode(t, s, node.Spec{ID: "echo", Kind: "identity"})
+	srv := serve(t, NewSessionBackend(s), &Options{Discover: true})
+	cs, _ := connect(t, srv, nil)
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: ToolSearch, Arguments: map[string]any{"query": "zxqv"}})
+	if err != nil || res.IsError {
+		t.Fatalf("search_tools: %v %s", err, mustJSON(res))
+	}
+	var out searchResult
+	if err := json.Unmarshal([]byte(resultText(res)), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Tools) != 1 || out.Tools[0].Name != "echo.identity" || !out.Nearest || !strings.Contains(out.Note, "no tool matches") {
+		t.Errorf("search_tools zxqv: %s, want echo.identity as the nearest, with a note", resultText(res))
+	}
+	if got := searchNames(t, cs, "return text unchanged"); len(got) == 0 || got[0] != "echo.identity" {
+		t.Errorf("search found %v, want echo.identity", got)
+	}
+	srv.catMu.Lock()
+	own := srv.index
+	srv.catMu.Unlock()
+	if own != nil {
+		t.Error("the server built an index of its own beside the session's")
+	}
+}

@@ -42,6 +42,9 @@ type EndpointOptions struct {
 	IdleTimeout time.Duration
 	// ReadTimeout bounds reading a request (0: DefaultReadTimeout).
 	ReadTimeout time.Duration
+	// Mounts are more handlers on the same listener, behind the same
+	// guards (mount.go).
+	Mounts []Mount
 }
 
 // Endpoint is the MCP endpoint listening on 127.0.0.1.
@@ -69,6 +72,9 @@ func StartEndpoint(opts *EndpointOptions) (*Endpoint, error) {
 	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return nil, fmt.Errorf("MCP endpoint address %q is not a loopback address: nerve serves sessions to this machine only (use 127.0.0.1:PORT)", addr)
 	}
+	if err := checkMounts(opts.Mounts); err != nil {
+		return nil, err
+	}
 	h, err := NewHTTPHandler(&opts.HTTPOptions)
 	if err != nil {
 		return nil, err
@@ -86,7 +92,7 @@ func StartEndpoint(opts *EndpointOptions) (*Endpoint, error) {
 		ln:   ln,
 		base: "http://" + ln.Addr().String(),
 		srv: &http.Server{
-			Handler:           h,
+			Handler:           &router{mcp: h, mounts: opts.Mounts},
 			ReadHeaderTimeout: headerTimeout,
 			ReadTimeout:       read,
 			IdleTimeout:       idle,
@@ -113,6 +119,9 @@ func (e *Endpoint) URL(name string) string { return e.base + "/mcp/" + url.PathE
 func (e *Endpoint) NodeURL(name, id string) string {
 	return e.URL(name) + "/node/" + url.PathEscape(id)
 }
+
+// Base returns the endpoint's root URL, http://127.0.0.1:PORT.
+func (e *Endpoint) Base() string { return e.base }
 
 // Token returns the bearer token.
 func (e *Endpoint) Token() string { return e.h.opts.Token }

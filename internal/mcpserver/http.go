@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -58,7 +59,7 @@ type HTTPOptions struct {
 //	/mcp/SESSION/node/NODE     node NODE alone, unprefixed, all its capabilities
 //
 // and the query chooses as `nerve mcp serve`'s flags do: ?tools=GLOBS,
-// ?read_only=1, ?discover=1, ?manage=1 (ParseQuery).
+// ?read_only=1, ?discover=1, ?manage=1, ?code=1 (ParseQuery).
 //
 // Every request must come to a loopback Host with no foreign Origin
 // (DNS-rebinding protection, 403) and carry the bearer token (401). Close
@@ -82,6 +83,7 @@ type HTTPHandler struct {
 type serverKey struct {
 	session, node, names, tools string
 	readOnly, discover, manage  bool
+	code                        bool
 }
 
 // httpServer is one Server and the SDK handler in front of it.
@@ -127,16 +129,7 @@ func (h *HTTPHandler) Close() {
 }
 
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	// A refused request ends its connection: without the token nobody
-	// may keep one open (issue 22, item 4).
-	if !loopbackHost(r.Host) {
-		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("forbidden: Host %q is not this machine's loopback address (DNS-rebinding protection); connect to http://127.0.0.1:PORT", r.Host), http.StatusForbidden)
-		return
-	}
-	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
-		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("forbidden: Origin %q: web pages may not use nerve's MCP endpoint", o), http.StatusForbidden)
+	if refuseForeign(w, r) {
 		return
 	}
 	if !h.authorized(r) {
@@ -157,7 +150,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key.names, key.tools = cmp.Or(o.Names, NamesQualified), o.Tools
-	key.readOnly, key.discover, key.manage = o.ReadOnly, o.Discover, o.Manage
+	key.readOnly, key.discover, key.manage, key.code = o.ReadOnly, o.Discover, o.Manage, o.Code
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	}
@@ -178,6 +171,26 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// refuseForeign answers 403 to a request for another Host than this
+// machine's loopback address (DNS rebinding) or from a web page of
+// another origin, and reports whether it did. Every request to the
+// endpoint's listener passes it, the mounts' too (mount.go).
+func refuseForeign(w http.ResponseWriter, r *http.Request) bool {
+	// A refused request ends its connection: without the token nobody
+	// may keep one open (issue 22, item 4).
+	if !loopbackHost(r.Host) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("forbidden: Host %q is not this machine's loopback address (DNS-rebinding protection); connect to http://127.0.0.1:PORT", r.Host), http.StatusForbidden)
+		return true
+	}
+	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) {
+		w.Header().Set("Connection", "close")
+		http.Error(w, fmt.Sprintf("forbidden: Origin %q: web pages may not use nerve's MCP endpoint", o), http.StatusForbidden)
+		return true
+	}
+	return false
+}
+
 func (h *HTTPHandler) authorized(r *http.Request) bool {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
@@ -189,13 +202,14 @@ func (h *HTTPHandler) authorized(r *http.Request) bool {
 
 // ParseQuery reads a client's choices from a URL query (the HTTP
 // endpoint's and the daemon's …/mcp/stdio route): ?names=llm,
-// ?tools=GLOBS, ?read_only=1, ?discover=1, ?manage=1. Node is not read.
+// ?tools=GLOBS, ?read_only=1, ?discover=1, ?manage=1, ?code=1. Node is
+// not read.
 func ParseQuery(q url.Values) (Options, error) {
 	o := Options{Names: q.Get("names"), Tools: q.Get("tools")}
 	if err := o.Validate(); err != nil {
 		return Options{}, err
 	}
-	for name, p := range map[string]*bool{"read_only": &o.ReadOnly, "discover": &o.Discover, "manage": &o.Manage} {
+	for name, p := range map[string]*bool{"read_only": &o.ReadOnly, "discover": &o.Discover, "manage": &o.Manage, "code": &o.Code} {
 		v, err := flag(q, name)
 		if err != nil {
 			return Options{}, err
@@ -258,7 +272,7 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 	}
 	s := New(NewSessionBackend(sess), &Options{
 		Node: key.node, Names: key.names, Tools: key.tools,
-		ReadOnly: key.readOnly, Discover: key.discover, Manage: key.manage,
+		ReadOnly: key.readOnly, Discover: key.discover, Manage: key.manage, Code: key.code,
 		Version: h.opts.Version, Logger: h.log,
 	})
 	if err := h.makeRoomLocked(); err != nil {
@@ -306,6 +320,7 @@ var idleGrace = time.Minute
 // makeRoomLocked makes room for one more server by stopping those no
 // client is connected to; with none to stop it refuses. h.mu is held.
 func (h *HTTPHandler) makeRoomLocked() error {
+	syncs.AssertLocked(&h.mu)
 	if len(h.servers) < maxServers {
 		return nil
 	}

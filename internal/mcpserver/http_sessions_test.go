@@ -108,19 +108,16 @@ func TestHTTPGoneClientIsNotAsked(t *testing.T) {
 	}
 	ep.h.mu.Unlock()
 	v.vanish()
+	// Asking a client that is gone would wait for the hook's cap (10
+	// minutes); the decline comes well within this deadline.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	start := time.Now()
 	res, err = s.Call(ctx, "fx", &node.CallRequest{Tool: "sample", Arguments: []byte(`{"prompt":"anyone?"}`)})
-	took := time.Since(start)
 	if ctx.Err() != nil {
-		t.Fatalf("a call needing sampling waited %v for a client that is gone: %v", took, err)
+		t.Fatalf("a call needing sampling waited for a client that is gone: %v", err)
 	}
 	if err == nil && !res.IsError {
 		t.Fatalf("sampling answered %s with its client gone", mustJSON(res))
-	}
-	if took > 10*time.Second {
-		t.Errorf("the decline took %v, want at once", took)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/nerve-dev/nerve/internal/syncs"
 )
 
 // The endpoint listens on 127.0.0.1, where every local user can connect.
@@ -180,6 +182,7 @@ func (l *limitListener) admit(c net.Conn) *limitConn {
 // oldest of the remote with the most of them, so a flood evicts its own
 // connections before anyone else's. l.unauth must not be empty.
 func (l *limitListener) oldestOfBusiestLocked() *limitConn {
+	syncs.AssertLocked(&l.mu)
 	busiest := l.unauth[0].host
 	for h, n := range l.perHost {
 		if n > l.perHost[busiest] {
@@ -205,6 +208,7 @@ func (l *limitListener) busiest() (string, int) {
 
 // releaseLocked takes c out of the counts; it returns c.
 func (l *limitListener) releaseLocked(c *limitConn) *limitConn {
+	syncs.AssertLocked(&l.mu)
 	if c.released {
 		return c
 	}
@@ -217,6 +221,7 @@ func (l *limitListener) releaseLocked(c *limitConn) *limitConn {
 }
 
 func (l *limitListener) dropUnauthLocked(c *limitConn) {
+	syncs.AssertLocked(&l.mu)
 	if i := slices.Index(l.unauth, c); i >= 0 {
 		l.unauth = slices.Delete(l.unauth, i, i+1)
 	}

@@ -329,7 +329,10 @@ func TestEvictionSparesTheQuiet(t *testing.T) {
 		l.perHost[h]++
 		l.total++
 	}
-	if got := l.oldestOfBusiestLocked(); got != l.unauth[1] {
+	l.mu.Lock()
+	got := l.oldestOfBusiestLocked()
+	l.mu.Unlock()
+	if got != l.unauth[1] {
 		t.Errorf("evicted %s's connection, want the oldest of uid 65534's", got.host)
 	}
 	if h, n := l.busiest(); h != "uid 65534" || n != 3 {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/sendq"
 	"github.com/nerve-dev/nerve/internal/toolsearch"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -43,6 +44,10 @@ type Options struct {
 	Discover bool
 	// Manage adds list_nodes and restart_node (issue 19).
 	Manage bool
+	// Code serves run_script, a Starlark script over the exposed tools,
+	// instead of the tools themselves (beside the discovery tools with
+	// Discover): code mode, issue 30 (code.go).
+	Code bool
 	// Version is nerve's version, reported as the server's.
 	Version string
 	// Logger receives the server's logs; nil discards them.
@@ -88,6 +93,7 @@ type Server struct {
 	// until a search needs it).
 	catMu   sync.Mutex
 	catalog map[string]wantTool
+	served  map[toolKey]string // catalog's names by node and tool (discover.go)
 	index   *toolsearch.Index
 
 	// live, if set, knows which clients can be sent a request (the HTTP
@@ -96,6 +102,9 @@ type Server struct {
 	// via is how clients come, for the call log: "http" (the endpoint) or
 	// "" (stdio); set before Run.
 	via string
+
+	// updates queues resources/updated news for the clients (attachment).
+	updates *sendq.Queue[string]
 
 	// inflightMu guards inflight: the client of each tool call running,
 	// in the order they started.
@@ -148,6 +157,7 @@ func New(b Backend, opts *Options) *Server {
 	}
 	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
 	s.srv.AddReceivingMiddleware(s.middleware)
+	s.updates = sendq.New(64<<10, s.sendUpdates)
 	return s
 }
 
@@ -232,6 +242,9 @@ func (s *Server) Sync(ctx context.Context) {
 	if s.opts.Discover {
 		s.setCatalog(want)
 		want = s.discoveryTools(exp)
+	}
+	if s.opts.Code {
+		want = s.codeTools(ctx, exp, want)
 	}
 	if s.opts.Manage {
 		maps.Copy(want, s.manageTools(exp))

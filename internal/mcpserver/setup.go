@@ -58,6 +58,9 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		if s.opts.Discover {
 			o.Instructions += " They are not listed: find them with search_tools (a query in words), then call one with call_tool."
 		}
+		if s.opts.Code {
+			o.Instructions += " run_script runs a Starlark script that calls them as functions (node.tool(arg=value)) and answers with its result only: one request for a task of many calls."
+		}
 		if s.opts.Manage {
 			o.Instructions += " list_nodes shows the nodes and why one failed; restart_node brings one back."
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/sendq"
 )
 
 // subscribe passes resources/subscribe to the node serving the URI (a
@@ -36,8 +38,17 @@ func (s *Server) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) e
 
 // ResourceUpdated tells the clients subscribed to uri that the server
 // behind the attached node changed it.
+// ResourceUpdated queues the news for the server's subscribed clients: it
+// comes from a node's delivery goroutine, which must not wait for them.
 func (a attachment) ResourceUpdated(uri string) {
-	ctx, cancel := context.WithTimeout(context.Background(), startWait)
-	defer cancel()
-	_ = a.s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+	a.s.updates.Push(uri, len(uri))
+}
+
+// sendUpdates tells the subscribed clients which resources changed.
+func (s *Server) sendUpdates(batch []sendq.Item[string]) {
+	for _, it := range batch {
+		ctx, cancel := context.WithTimeout(context.Background(), startWait)
+		_ = s.srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: it.Value})
+		cancel()
+	}
 }

@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/sendq"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -150,37 +150,24 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 			}
 		}
 		tok := req.Params.GetProgressToken()
-		var mu sync.Mutex // observers may run on any goroutine; keep notices in order
+		// The node delivers events on a goroutine that must never wait
+		// for a client (one that stops reading would freeze the node for
+		// every caller): they reach this client through the call's own
+		// queue, which drops what does not fit (internal/sendq), and are
+		// all sent before the result.
 		var seq float64
-		observe := func(ev node.CallEvent) {
-			mu.Lock()
-			defer mu.Unlock()
-			switch ev.Kind {
-			case node.EventProgress:
-				if tok != nil {
-					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: ev.Progress, Total: ev.Total, Message: ev.Message})
-				}
-			case node.EventText:
-				if tok != nil {
-					seq++
-					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: seq, Message: ev.Text})
-				}
-			case node.EventStep:
-				// A graph's steps (and an agent's tool uses) are progress:
-				// a caller that gave a token sees the call is alive, and a
-				// client that resets its timeout on progress (the
-				// TypeScript SDK's resetTimeoutOnProgress) keeps waiting.
-				if tok != nil {
-					seq++
-					_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: seq, Message: stepMessage(ev)})
-				}
-			case node.EventLog:
-				var data any = ev.Text
-				if len(ev.Data) > 0 {
-					data = ev.Data
-				}
-				_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(ev.Level), Logger: ev.Logger, Data: data})
+		q := sendq.New(notifyQueueBytes, func(batch []sendq.Item[node.CallEvent]) {
+			for _, it := range batch {
+				s.notify(ctx, ss, tok, &seq, it.Value)
 			}
+		})
+		defer func() {
+			if lost := q.Close(); lost > 0 {
+				s.log.Debug("a client did not read a call's events in time", zap.Int("dropped", lost))
+			}
+		}()
+		observe := func(ev node.CallEvent) {
+			q.Push(ev, 256+len(ev.Text)+len(ev.Message)+len(ev.Data))
 		}
 		var args json.RawMessage
 		var meta map[string]any
@@ -236,4 +223,41 @@ func stepMessage(ev node.CallEvent) string {
 		msg += ": " + d.Error
 	}
 	return msg
+}
+
+// notifyQueueBytes bounds the events queued for one call's client that
+// does not read; beyond it they are dropped (progress and log messages
+// are news, not results: the result always arrives).
+const notifyQueueBytes = 256 << 10
+
+// notify sends one event of a call to its client: progress (a graph's
+// steps and streamed text too, numbered by seq) when the client gave a
+// progress token, log messages always.
+func (s *Server) notify(ctx context.Context, ss *mcp.ServerSession, tok any, seq *float64, ev node.CallEvent) {
+	switch ev.Kind {
+	case node.EventProgress:
+		if tok != nil {
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: ev.Progress, Total: ev.Total, Message: ev.Message})
+		}
+	case node.EventText:
+		if tok != nil {
+			*seq++
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: *seq, Message: ev.Text})
+		}
+	case node.EventStep:
+		// A graph's steps (and an agent's tool uses) are progress:
+		// a caller that gave a token sees the call is alive, and a
+		// client that resets its timeout on progress (the
+		// TypeScript SDK's resetTimeoutOnProgress) keeps waiting.
+		if tok != nil {
+			*seq++
+			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: *seq, Message: stepMessage(ev)})
+		}
+	case node.EventLog:
+		var data any = ev.Text
+		if len(ev.Data) > 0 {
+			data = ev.Data
+		}
+		_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(ev.Level), Logger: ev.Logger, Data: data})
+	}
 }

@@ -40,7 +40,8 @@ const maxSocketPath = 103
 // FromEnv returns the paths from the environment read through getenv:
 // NERVE_HOME overrides everything; otherwise XDG_STATE_HOME/nerve (or
 // ~/.local/state/nerve, %LOCALAPPDATA%\nerve on Windows) and
-// XDG_RUNTIME_DIR/nerve (or /tmp/nerve-$UID).
+// XDG_RUNTIME_DIR/nerve (or /tmp/nerve-$UID, the state folder's run on
+// Windows).
 func FromEnv(getenv func(string) string) (Paths, error) {
 	if home := getenv("NERVE_HOME"); home != "" {
 		abs, err := filepath.Abs(home)
@@ -53,7 +54,7 @@ func FromEnv(getenv func(string) string) (Paths, error) {
 	if err != nil {
 		return Paths{}, err
 	}
-	return Under(state, runtimeDir(getenv)), nil
+	return Under(state, runtimeDir(getenv, state)), nil
 }
 
 // Under returns the paths for a state folder and a runtime folder.
@@ -90,9 +91,16 @@ func stateDir(getenv func(string) string) (string, error) {
 	return filepath.Join(home, ".local", "state", "nerve"), nil
 }
 
-func runtimeDir(getenv func(string) string) string {
+func runtimeDir(getenv func(string) string, state string) string {
 	if d := getenv("XDG_RUNTIME_DIR"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "nerve")
+	}
+	if runtime.GOOS == "windows" {
+		// Windows has no uid to name a folder in %TEMP% by (os.Getuid is
+		// -1), and Disk Cleanup empties %TEMP%: the state folder, in
+		// %LOCALAPPDATA%, which only the user may open, holds the socket
+		// and the lock, as under NERVE_HOME.
+		return filepath.Join(state, "run")
 	}
 	return filepath.Join(os.TempDir(), "nerve-"+strconv.Itoa(os.Getuid()))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/callview"
 	"github.com/nerve-dev/nerve/internal/commander"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -223,6 +224,7 @@ func (s *status) event(l api.CallLine) {
 // sideLineLocked prints a log or step line, or holds it back while the
 // person answers a request (it would land in the middle of their answer).
 func (s *status) sideLineLocked(line string) {
+	syncs.AssertLocked(&s.mu)
 	if s.paused {
 		s.held = append(s.held, line)
 		return
@@ -279,6 +281,7 @@ func (s *status) pause(on bool) {
 }
 
 func (s *status) drawLocked() {
+	syncs.AssertLocked(&s.mu)
 	elapsed := time.Since(s.start)
 	if elapsed < spinnerDelay || s.midLine || s.paused {
 		return
@@ -306,6 +309,7 @@ func (s *status) clear() {
 }
 
 func (s *status) clearLocked() {
+	syncs.AssertLocked(&s.mu)
 	if s.shown {
 		fmt.Fprint(s.r.errOut, "\r\x1b[K")
 		s.shown = false
@@ -314,6 +318,7 @@ func (s *status) clearLocked() {
 
 // endTextLocked ends a line of streamed text so what follows starts clean.
 func (s *status) endTextLocked() {
+	syncs.AssertLocked(&s.mu)
 	if s.midLine {
 		fmt.Fprintln(s.r.out)
 		s.midLine = false

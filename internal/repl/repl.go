@@ -325,6 +325,8 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 		fmt.Fprint(r.out, commander.RenderToolHelp(ln.Node, t, len(tools) == 1, r.style))
 	case commander.Call:
 		r.call(ctx, ln)
+	case commander.Search:
+		r.search(ctx, ln.Words) // search.go
 	}
 	return false
 }
@@ -448,6 +450,7 @@ func (r *repl) command(ctx context.Context, argv []string) (quit bool) {
 			return false
 		}
 	}
+	ctx = WithAsk(ctx, func(prompt string) (string, error) { return r.askLine(prompt, "") })
 	if err := r.opts.Exec(ctx, argv, r.out, r.errOut); err != nil {
 		r.printErr(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -152,7 +153,28 @@ func BuildBinary(t testing.TB, pkg string) string {
 	return b.path
 }
 
+// PrebuiltEnv names a folder of binaries built beforehand, for a test
+// binary that runs where no Go toolchain does: .ci/wine-exec, which runs
+// the Windows tests under Wine, builds the fixtures they start there, each
+// named as BuildBinary names it ("./fixtures/mcpserver" is
+// fixtures_mcpserver, with .exe on Windows).
+const PrebuiltEnv = "NERVE_PREBUILT"
+
 func build(root, pkg string) (string, error) {
+	name := strings.NewReplacer("/", "_", ".", "_").Replace(strings.Trim(pkg, "./"))
+	if name == "" {
+		name = "root"
+	}
+	if dir := os.Getenv(PrebuiltEnv); dir != "" {
+		p := filepath.Join(dir, name)
+		if runtime.GOOS == "windows" {
+			p += ".exe"
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s is set, but has no %s built: %w", PrebuiltEnv, pkg, err)
+		}
+		return p, nil
+	}
 	binDirOnce.Do(func() { binDir, binDirErr = makeBinDir() })
 	if binDirErr != nil {
 		return "", binDirErr
@@ -161,24 +183,11 @@ func build(root, pkg string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the go command is not on PATH: %w", err)
 	}
-	name := strings.NewReplacer("/", "_", ".", "_").Replace(strings.Trim(pkg, "./"))
-	if name == "" {
-		name = "root"
-	}
 	out := filepath.Join(binDir, name)
 	cmd := exec.Command(goBin, "build", "-o", out, pkg)
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%w\n%s", err, msg)
-	}
-	if filepath.Clean(pkg) == "cmd/nerve" {
-		// The nerve command is a front that runs nerve-core from beside
-		// it for all but a one-shot call (internal/front).
-		cmd := exec.Command(goBin, "build", "-o", filepath.Join(binDir, "nerve-core"), "./cmd/nerve-core")
-		cmd.Dir = root
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%w\n%s", err, msg)
-		}
 	}
 	return out, nil
 }
@@ -233,5 +242,33 @@ func SocketDir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// TempDir is t.TempDir for the tests that also run under Wine: Wine 8
+// answers the call with which Go 1.26's os.RemoveAll deletes on Windows
+// (NtSetInformationFile, FileDispositionInformationEx) with an error Go
+// does not fall back from ("Invalid function"), so t.TempDir's clean-up
+// fails there. This one removes what it holds one path at a time with
+// os.Remove (DeleteFile, RemoveDirectory), deepest first.
+func TempDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "nerve-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		var paths []string
+		filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+			paths = append(paths, p)
+			return nil
+		})
+		for i := len(paths) - 1; i >= 0; i-- {
+			if err := os.Remove(paths[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("removing the test's folder: %v", err)
+				return
+			}
+		}
+	})
 	return dir
 }

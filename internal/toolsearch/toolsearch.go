@@ -1,21 +1,28 @@
 // Package toolsearch finds tools by what they do: a query in words is
-// ranked against every tool's name, title, description and parameters
-// with BM25 (Robertson and Zaragoza, "The Probabilistic Relevance
-// Framework: BM25 and Beyond", 2009), the fields weighted as in BM25F.
-// It backs search_tools of `nerve mcp serve --discover` and the llm
-// node's discovery mode (issue 19). It imports no package of nerve;
-// internal/mcpserver and the node kinds may import it.
+// ranked against every tool's name, title, description and parameters,
+// and its server's name and instructions, with BM25 (Robertson and
+// Zaragoza, "The Probabilistic Relevance Framework: BM25 and Beyond",
+// 2009), the fields weighted as in BM25F. Words are stemmed (Snowball),
+// a word the tools do not use also matches its WordNet synonyms and
+// derived forms (thesaurus.go) and, misspelt, the nearest word they use;
+// tools the session called for similar words rank higher (usage.go); an
+// OpenAI-compatible embeddings endpoint, if configured, is fused in
+// (embed.go). It backs search_tools of `nerve mcp serve --discover`, the
+// llm node's discovery mode, `nerve tools --search` and the Commander's
+// `@?` (issues 19 and 28). It imports no package of nerve but
+// internal/suggest; pkg/session keeps one Index per catalogue.
 package toolsearch
 
 import (
 	"cmp"
-	"encoding/json"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/internal/suggest"
 )
 
 // BM25 parameters: the usual ones (Manning et al., Introduction to
@@ -30,13 +37,32 @@ const (
 // tool part (twenty copies of one server share every word of the tool
 // part, and a person names what a tool does more often than where).
 const (
-	wTool      = 3.0
-	wNode      = 1.0
-	wTitle     = 2.0
-	wDesc      = 1.0
-	wParamName = 1.5
-	wParamDesc = 0.5
+	wTool       = 3.0
+	wNode       = 1.0
+	wServer     = 1.0 // the server's name and title, as the node's id
+	wTitle      = 2.0
+	wDesc       = 1.0
+	wParamName  = 1.5
+	wParamDesc  = 0.5
+	wInstructed = 0.3 // a server-level match in its instructions
 )
+
+// config is which means of ranking an Index uses; the evaluation
+// measures each (eval_test.go).
+type config struct {
+	params      bool    // index parameters' names and descriptions
+	server      bool    // index the server's name and title
+	instruction float64 // weight of the server's instructions, 0: none
+	synonym     float64 // weight of a thesaurus synonym's match, 0: none
+	derived     float64 // weight of a derived form's match, 0: none
+	software    float64 // weight of a computing synonym's match, 0: none
+	fuzzy       float64 // weight of a near spelling's match, 0: none
+	abbrev      float64 // weight of an abbreviation's match, 0: none
+	compounds   bool    // "box plot" meets boxplot, "filename" meets file name
+}
+
+// defaults are the means measured to help (docs/performance.md).
+var defaults = config{params: true, server: true, instruction: wInstructed, synonym: 0.4, derived: 0.5, software: 0.4, fuzzy: 0.5, abbrev: 0.8, compounds: true}
 
 // Doc is one tool to index under the name a client uses for it.
 type Doc struct {
@@ -45,6 +71,14 @@ type Doc struct {
 	// Node is the node's id ("" when the name has no node part).
 	Node string
 	Tool *mcp.Tool
+	// Server is what the node's server says of itself, if known; the
+	// docs of one node share it.
+	Server *Server
+}
+
+// Server is what an MCP server says of itself in initialize.
+type Server struct {
+	Name, Title, Instructions string
 }
 
 // Hit is one found tool and its score (higher is better).
@@ -53,232 +87,367 @@ type Hit struct {
 	Score float64
 }
 
+// posting is one document of a term's list and the term's weighted
+// frequency in it.
+type posting struct {
+	doc int32
+	tf  float32
+}
+
 // Index ranks a fixed set of tools. It is immutable once built and safe
 // for concurrent use.
 type Index struct {
 	docs  []Doc
-	tf    []map[string]float64 // weighted term frequencies, per doc
-	dl    []float64            // weighted length, per doc
-	avgdl float64
-	df    map[string]int
+	cfg   config
+	vocab map[string]int32 // term → id
+	terms []string         // id → term
+	post  [][]posting      // id → the docs that have it
+	// surface holds a term's words as the tools write them (lower-case),
+	// for numeronyms.
+	surface [][]string
+	norm    []float32 // per doc: k1·(1 − b + b·dl/avgdl)
+	// The servers' instructions, as documents of their own: a match
+	// counts for every tool of the server.
+	srvOf    []int32 // doc → server, -1 for none
+	nsrv     int
+	srvVocab map[string][]posting
+	srvNorm  []float32
+	surfaces map[string][]string // while building: term → surface
+	emb      *embedded           // nil: no embeddings endpoint
 }
 
 // New indexes docs.
-func New(docs []Doc) *Index {
-	ix := &Index{docs: docs, tf: make([]map[string]float64, len(docs)), dl: make([]float64, len(docs)), df: map[string]int{}}
+func New(docs []Doc) *Index { return newIndex(docs, defaults) }
+
+func newIndex(docs []Doc, cfg config) *Index {
+	ix := &Index{docs: docs, cfg: cfg, vocab: map[string]int32{}, norm: make([]float32, len(docs)), srvOf: make([]int32, len(docs))}
+	dl := make([]float64, len(docs))
 	var total float64
+	tf := map[string]float64{}
+	servers := map[*Server]int32{}
+	stems := map[string]string{} // the tools of a catalogue share most words
+	var srvText []string
 	for i, d := range docs {
-		tf := map[string]float64{}
+		clear(tf)
 		add := func(text string, w float64) {
-			for _, t := range Tokens(text) {
+			words(text, func(word string) {
+				t, ok := stems[word]
+				if !ok {
+					t = stemmer(word)
+					stems[word] = t
+				}
 				tf[t] += w
-				ix.dl[i] += w
-			}
-		}
-		tool := d.Tool
-		toolName := ""
-		if tool != nil {
-			toolName = tool.Name
+				dl[i] += w
+				if ix.cfg.abbrev > 0 {
+					ix.seen(t, word)
+				}
+			})
 		}
 		if d.Node != "" {
 			add(d.Node, wNode)
 		}
-		add(toolName, wTool)
-		if tool != nil {
+		ix.srvOf[i] = -1
+		if s := d.Server; s != nil {
+			if cfg.server {
+				add(s.Name+" "+s.Title, wServer)
+			}
+			if cfg.instruction > 0 && s.Instructions != "" {
+				n, ok := servers[s]
+				if !ok {
+					n = int32(len(srvText))
+					servers[s] = n
+					srvText = append(srvText, s.Instructions)
+				}
+				ix.srvOf[i] = n
+			}
+		}
+		if tool := d.Tool; tool != nil {
+			add(tool.Name, wTool)
 			add(tool.Title, wTitle)
 			if tool.Annotations != nil {
 				add(tool.Annotations.Title, wTitle)
 			}
 			add(tool.Description, wDesc)
-			for name, desc := range params(tool.InputSchema) {
-				add(name, wParamName)
-				add(desc, wParamDesc)
+			if cfg.params {
+				for name, desc := range params(tool.InputSchema) {
+					add(name, wParamName)
+					add(desc, wParamDesc)
+				}
 			}
 		}
-		for t := range tf {
-			ix.df[t]++
+		for t, f := range tf {
+			id, ok := ix.vocab[t]
+			if !ok {
+				id = int32(len(ix.terms))
+				ix.vocab[t] = id
+				ix.terms = append(ix.terms, t)
+				ix.post = append(ix.post, nil)
+			}
+			ix.post[id] = append(ix.post[id], posting{doc: int32(i), tf: float32(f)})
 		}
-		ix.tf[i] = tf
-		total += ix.dl[i]
+		total += dl[i]
 	}
 	if len(docs) > 0 {
-		ix.avgdl = total / float64(len(docs))
+		avg := total / float64(len(docs))
+		for i := range docs {
+			ix.norm[i] = float32(k1 * (1 - b + b*dl[i]/avg))
+		}
+	}
+	if ix.surfaces != nil {
+		ix.surface = make([][]string, len(ix.terms))
+		for id, t := range ix.terms {
+			ix.surface[id] = ix.surfaces[t]
+		}
+		ix.surfaces = nil
+	}
+	ix.nsrv = len(srvText)
+	if ix.nsrv > 0 {
+		ix.srvVocab = map[string][]posting{}
+		ix.srvNorm = make([]float32, ix.nsrv)
+		sdl := make([]float64, ix.nsrv)
+		var stotal float64
+		for n, text := range srvText {
+			clear(tf)
+			for _, t := range Tokens(text) {
+				tf[t]++
+				sdl[n]++
+			}
+			for t, f := range tf {
+				ix.srvVocab[t] = append(ix.srvVocab[t], posting{doc: int32(n), tf: float32(f)})
+			}
+			stotal += sdl[n]
+		}
+		avg := stotal / float64(ix.nsrv)
+		for n := range ix.srvNorm {
+			ix.srvNorm[n] = float32(k1 * (1 - b + b*sdl[n]/avg))
+		}
 	}
 	return ix
+}
+
+// seen notes word as a surface form of term t.
+func (ix *Index) seen(t, word string) {
+	if ix.surfaces == nil {
+		ix.surfaces = map[string][]string{}
+	}
+	if ws := ix.surfaces[t]; len(ws) < 4 && !slices.Contains(ws, word) {
+		ix.surfaces[t] = append(ws, word)
+	}
+}
+
+// has reports whether the index has term t.
+func (ix *Index) has(t string) bool {
+	_, ok := ix.vocab[t]
+	return ok
 }
 
 // Len returns how many tools are indexed.
 func (ix *Index) Len() int { return len(ix.docs) }
 
-// Search returns at most k tools for query, best first; tools that share
-// no word with the query are left out. Equal scores keep name order.
-func (ix *Index) Search(query string, k int) []Hit {
-	terms := Tokens(query)
-	slices.Sort(terms)
-	terms = slices.Compact(terms)
-	n := float64(len(ix.docs))
-	var hits []Hit
-	for i, tf := range ix.tf {
-		var score float64
-		for _, t := range terms {
-			f := tf[t]
-			if f == 0 {
-				continue
+// idf is BM25's inverse document frequency of a term in df of n docs.
+func idf(n, df int) float32 {
+	return float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
+}
+
+// match is one way a query word meets the index: a term of the index and
+// how much a match of it counts.
+type match struct {
+	term int32
+	w    float32
+}
+
+// matches returns the terms of the index that query word q stands for:
+// itself, else its synonyms and derived forms, else its nearest
+// spelling.
+func (ix *Index) matches(q string) []match {
+	var ms []match
+	if id, ok := ix.vocab[q]; ok {
+		ms = append(ms, match{id, 1})
+	}
+	if ix.cfg.synonym > 0 || ix.cfg.derived > 0 || ix.cfg.software > 0 {
+		related(q, func(w string, derived bool, l *lexicon) {
+			id, ok := ix.vocab[w]
+			if !ok {
+				return
 			}
-			df := float64(ix.df[t])
-			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-			norm := 1 - b + b*ix.dl[i]/ix.avgdl
-			score += idf * f * (k1 + 1) / (f + k1*norm)
-		}
-		if score > 0 {
-			hits = append(hits, Hit{Doc: ix.docs[i], Score: score})
+			wt := ix.cfg.synonym
+			switch {
+			case l == software:
+				wt = ix.cfg.software
+			case derived:
+				wt = ix.cfg.derived
+			}
+			if wt > 0 {
+				ms = append(ms, match{id, float32(wt)})
+			}
+		})
+	}
+	if len(ms) == 0 && ix.cfg.abbrev > 0 {
+		if id, ok := ix.abbreviated(q); ok {
+			ms = append(ms, match{id, float32(ix.cfg.abbrev)})
 		}
 	}
-	slices.SortStableFunc(hits, func(x, y Hit) int {
-		if c := cmp.Compare(y.Score, x.Score); c != 0 {
+	if len(ms) == 0 && ix.cfg.fuzzy > 0 && isWord(q) && len(q) >= 4 {
+		if w := suggest.Closest(q, ix.terms); w != "" && isWord(w) {
+			ms = append(ms, match{ix.vocab[w], float32(ix.cfg.fuzzy)})
+		}
+	}
+	return ms
+}
+
+// abbreviated returns the term of the index that q abbreviates: the
+// commonest that starts with it ("repo" for repository, "config" for
+// configuration), or a numeronym's ("k8s" for kubernetes: its first and
+// last letters, and the count of those between).
+func (ix *Index) abbreviated(q string) (int32, bool) {
+	best, bestDF := int32(-1), 0
+	consider := func(id int32) {
+		if df := len(ix.post[id]); df > bestDF || df == bestDF && ix.terms[id] < ix.terms[best] {
+			best, bestDF = id, df
+		}
+	}
+	if n := len(q); n >= 3 && isDigits(q[1:n-1]) && isWord(q[:1]) && isWord(q[n-1:]) {
+		between, _ := strconv.Atoi(q[1 : n-1])
+		for id := range ix.terms {
+			for _, w := range ix.surface[id] {
+				if len(w) == between+2 && w[0] == q[0] && w[len(w)-1] == q[n-1] {
+					consider(int32(id))
+				}
+			}
+		}
+	} else if isWord(q) && len(q) >= 3 {
+		for id, t := range ix.terms {
+			if len(t) > len(q) && strings.HasPrefix(t, q) {
+				consider(int32(id))
+			}
+		}
+	}
+	return best, best >= 0
+}
+
+// lexical scores every doc for the query words: per word, the best of
+// its matches (so a tool that has a word and its synonym does not count
+// it twice), summed over the words.
+func (ix *Index) lexical(words []qword) []float32 {
+	n := len(ix.docs)
+	scores := make([]float32, n)
+	best := make([]float32, n)
+	var touched []int32
+	var sbest []float32
+	for _, q := range words {
+		touched = touched[:0]
+		for _, m := range ix.matches(q.stem) {
+			ps := ix.post[m.term]
+			f := idf(n, len(ps)) * m.w
+			for _, p := range ps {
+				s := f * p.tf * (k1 + 1) / (p.tf + ix.norm[p.doc])
+				if best[p.doc] == 0 {
+					touched = append(touched, p.doc)
+				}
+				best[p.doc] = max(best[p.doc], s)
+			}
+		}
+		for _, d := range touched {
+			scores[d] += best[d]
+			best[d] = 0
+		}
+		if ix.nsrv > 0 {
+			if ps := ix.srvVocab[q.stem]; len(ps) > 0 {
+				if sbest == nil {
+					sbest = make([]float32, ix.nsrv)
+				}
+				f := idf(ix.nsrv, len(ps)) * float32(ix.cfg.instruction)
+				for _, p := range ps {
+					sbest[p.doc] += f * p.tf * (k1 + 1) / (p.tf + ix.srvNorm[p.doc])
+				}
+			}
+		}
+	}
+	if sbest != nil {
+		for i, s := range ix.srvOf {
+			if s >= 0 && scores[i] > 0 {
+				scores[i] += sbest[s]
+			}
+		}
+	}
+	return scores
+}
+
+// qword is a word of a query: its stem and as written (lower-case).
+type qword struct{ stem, surface string }
+
+// queryWords returns the distinct words of a query.
+func queryWords(query string) []qword {
+	var out []qword
+	words(query, func(w string) {
+		s := stemmer(w)
+		for _, q := range out {
+			if q.stem == s {
+				return
+			}
+		}
+		out = append(out, qword{s, w})
+	})
+	return out
+}
+
+// expand adds to a query's words the compounds the index knows: two
+// words written as one ("box plot" → boxplot), and one word that the
+// index knows only as two ("filename" → file, name).
+func (ix *Index) expand(ws []qword) []qword {
+	if !ix.cfg.compounds {
+		return ws
+	}
+	out := ws
+	for i := 0; i+1 < len(ws); i++ {
+		a, b := ws[i].surface, ws[i+1].surface
+		if !isWord(a) || !isWord(b) {
+			continue
+		}
+		if s := stemmer(a + b); ix.has(s) {
+			out = append(out, qword{s, a + b})
+		}
+	}
+	for _, w := range ws {
+		if ix.has(w.stem) || !isWord(w.surface) {
+			continue
+		}
+		for cut := 3; cut <= len(w.surface)-3; cut++ {
+			a, b := stemmer(w.surface[:cut]), stemmer(w.surface[cut:])
+			if ix.has(a) && ix.has(b) {
+				out = append(out, qword{a, w.surface[:cut]}, qword{b, w.surface[cut:]})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// top returns the k best docs with a score above zero that allow
+// accepts (nil: all).
+func (ix *Index) top(scores []float32, k int, allow func(*Doc) bool) []Hit {
+	type scored struct {
+		doc   int32
+		score float32
+	}
+	var found []scored
+	for i, s := range scores {
+		if s > 0 && (allow == nil || allow(&ix.docs[i])) {
+			found = append(found, scored{int32(i), s})
+		}
+	}
+	slices.SortFunc(found, func(x, y scored) int {
+		if c := cmp.Compare(y.score, x.score); c != 0 {
 			return c
 		}
-		return strings.Compare(x.Name, y.Name)
+		return strings.Compare(ix.docs[x.doc].Name, ix.docs[y.doc].Name)
 	})
-	if k > 0 && len(hits) > k {
-		hits = hits[:k]
+	if k > 0 && len(found) > k {
+		found = found[:k]
+	}
+	hits := make([]Hit, len(found))
+	for i, f := range found {
+		hits[i] = Hit{Doc: ix.docs[f.doc], Score: float64(f.score)}
 	}
 	return hits
-}
-
-// params returns the top-level parameters of an input schema: name →
-// description.
-func params(schema any) map[string]string {
-	var s struct {
-		Properties map[string]struct {
-			Description string `json:"description"`
-			Title       string `json:"title"`
-		} `json:"properties"`
-	}
-	var data []byte
-	switch v := schema.(type) {
-	case nil:
-		return nil
-	case map[string]any: // a schema decoded from JSON: no round trip
-		props, _ := v["properties"].(map[string]any)
-		out := make(map[string]string, len(props))
-		for name, p := range props {
-			m, _ := p.(map[string]any)
-			title, _ := m["title"].(string)
-			desc, _ := m["description"].(string)
-			out[name] = strings.TrimSpace(title + " " + desc)
-		}
-		return out
-	case json.RawMessage:
-		data = v
-	default:
-		var err error
-		if data, err = json.Marshal(v); err != nil {
-			return nil
-		}
-	}
-	if json.Unmarshal(data, &s) != nil {
-		return nil
-	}
-	out := make(map[string]string, len(s.Properties))
-	for name, p := range s.Properties {
-		out[name] = strings.TrimSpace(p.Title + " " + p.Description)
-	}
-	return out
-}
-
-// Tokens splits text into lower-case, stemmed words: at anything that is
-// not a letter or digit (snake_case, kebab-case, dotted.names, spaces)
-// and at camelCase humps (readTextFile, HTTPServer), dropping stop words.
-func Tokens(text string) []string {
-	var out []string
-	emit := func(w string) {
-		w = strings.ToLower(w)
-		if w == "" || stop[w] {
-			return
-		}
-		out = append(out, stem(w))
-	}
-	rs := []rune(text)
-	start := -1
-	for i, r := range rs {
-		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
-		if !alnum {
-			if start >= 0 {
-				emit(string(rs[start:i]))
-				start = -1
-			}
-			continue
-		}
-		if start < 0 {
-			start = i
-			continue
-		}
-		// A hump: aB, or the B of ABc (HTTPServer → HTTP Server).
-		prev := rs[i-1]
-		hump := unicode.IsLower(prev) && unicode.IsUpper(r) ||
-			unicode.IsUpper(prev) && unicode.IsUpper(r) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
-		if hump {
-			emit(string(rs[start:i]))
-			start = i
-		}
-	}
-	if start >= 0 {
-		emit(string(rs[start:]))
-	}
-	return out
-}
-
-// stop are words that say nothing about what a tool does.
-var stop = map[string]bool{}
-
-func init() {
-	for w := range strings.FieldsSeq(`a an the and or of to in on for with from by as at is are be
-		been this that these those it its into can will you your i me my we our do does how what
-		which who should would could please there some any has have if then than so also`) {
-		stop[w] = true
-	}
-}
-
-// stem removes the common English endings so that "files", "file",
-// "reading", "read", "created" and "create" meet: plurals, -ing, -ed,
-// a doubled last consonant left behind, and a final e. Query and tools
-// go through the same function, so a stem need not be a word.
-func stem(w string) string {
-	if !isWord(w) {
-		return w
-	}
-	switch {
-	case len(w) > 4 && strings.HasSuffix(w, "ies"):
-		w = w[:len(w)-3] + "y"
-	case strings.HasSuffix(w, "sses"):
-		w = w[:len(w)-2]
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		w = w[:len(w)-1]
-	}
-	cut := false
-	switch {
-	case len(w) > 5 && strings.HasSuffix(w, "ing"):
-		w, cut = w[:len(w)-3], true
-	case len(w) > 4 && strings.HasSuffix(w, "ed"):
-		w, cut = w[:len(w)-2], true
-	}
-	if n := len(w); cut && n > 2 && w[n-1] == w[n-2] && !strings.ContainsRune("aeioulsz", rune(w[n-1])) {
-		w = w[:n-1]
-	}
-	if len(w) > 3 && strings.HasSuffix(w, "e") {
-		w = w[:len(w)-1]
-	}
-	return w
-}
-
-// isWord reports whether w is lower-case ASCII letters only (stems are
-// for English words; "base64" and "héllo" stay as they are).
-func isWord(w string) bool {
-	for i := 0; i < len(w); i++ {
-		if w[i] < 'a' || w[i] > 'z' {
-			return false
-		}
-	}
-	return true
 }

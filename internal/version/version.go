@@ -1,6 +1,6 @@
-// Package version is nerve's build version. Both programs of nerve — the
-// front (cmd/nerve) and the whole program (cmd/nerve-core) — read it here,
-// so they name the same build and the daemon can tell a stale one.
+// Package version is nerve's build version, which the command line and
+// the daemon compare so that a stale daemon is told apart. It imports
+// nothing of nerve; internal/cli reads it.
 package version
 
 import (
@@ -8,9 +8,9 @@ import (
 	"sync"
 )
 
-// version is set at link time, for both programs:
+// version is set at link time:
 //
-//	go build -ldflags "-X github.com/nerve-dev/nerve/internal/version.version=v1.2.3" ./cmd/...
+//	go build -ldflags "-X github.com/nerve-dev/nerve/internal/version.version=v1.2.3" ./cmd/nerve
 //
 // otherwise it comes from the build info.
 var version string

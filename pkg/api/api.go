@@ -118,6 +118,25 @@ type Tool struct {
 	Tool json.RawMessage `json:"tool"`
 }
 
+// ToolSearch answers GET /v1/sessions/{s}/tools/search?q=WORDS (and
+// &limit=N, &now=1 not to wait for nodes that are starting): the
+// session's tools ranked for the words, as search_tools ranks them.
+type ToolSearch struct {
+	Tools []FoundTool `json:"tools"`
+	// Of is how many tools the search went through.
+	Of int `json:"of"`
+	// Nearest: no tool matched the words; Tools are the nearest by
+	// spelling. A search answers empty only when there is no tool.
+	Nearest bool `json:"nearest,omitempty"`
+}
+
+// FoundTool is one tool a search found, and its score (higher is
+// better; comparable within one answer only).
+type FoundTool struct {
+	Tool
+	Score float64 `json:"score"`
+}
+
 // CallRequest is the body of POST /v1/sessions/{s}/nodes/{n}/call.
 type CallRequest struct {
 	// Line, instead of Tool and Arguments, is a whole Commander line naming

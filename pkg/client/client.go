@@ -54,6 +54,10 @@ type Options struct {
 	// Caller names this client in the call log (api.HeaderCaller): "cli",
 	// "repl", or a program's name; empty logs its calls as "api".
 	Caller string
+	// OneShot makes each request on a connection of its own, with no pool
+	// and no goroutine of the client's: the cheapest start for a process
+	// that makes a request or two and exits (`nerve call`).
+	OneShot bool
 }
 
 // sentConn is a connection that knows whether any byte was ever written
@@ -101,6 +105,9 @@ func New(opts Options) *Client {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", sock)
 		}
+	}
+	if opts.OneShot {
+		return &Client{opts: opts, dial: dial, http: &http.Client{Transport: oneShot{dial}}}
 	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -372,6 +379,16 @@ func (s *Session) AddNode(ctx context.Context, spec api.Spec) (api.NodeResponse,
 	var r api.NodeResponse
 	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes", spec, &r)
 	return r, err
+}
+
+// CheckNode checks spec as AddNode would — its id free, its kind's check
+// (a graph's mistakes, each at LINE:COLUMN) — and adds nothing: the
+// check's warnings, or the error AddNode would answer (ErrBadRequest,
+// ErrExists).
+func (s *Session) CheckNode(ctx context.Context, spec api.Spec) ([]string, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes?dry_run=1", spec, &r)
+	return r.Warnings, err
 }
 
 // Replace puts a node built from spec in the place of node spec.ID in one

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -109,7 +110,14 @@ var modes = []mode{
 			return c
 		}
 	}},
-	{"socket", func(t *testing.T, opts *daemon.Options) func() *client.Client {
+	{"socket", socketMode(false)},
+	{"socket one-shot", socketMode(true)},
+}
+
+// socketMode serves a daemon on a Unix socket; its clients make each
+// request on a connection of its own with oneShot (Options.OneShot).
+func socketMode(oneShot bool) func(t *testing.T, opts *daemon.Options) func() *client.Client {
+	return func(t *testing.T, opts *daemon.Options) func() *client.Client {
 		d, err := daemon.New(opts)
 		if err != nil {
 			t.Fatal(err)
@@ -133,11 +141,11 @@ var modes = []mode{
 			os.RemoveAll(dir)
 		})
 		return func() *client.Client {
-			c := client.New(client.Options{Socket: sock, Version: opts.Version})
+			c := client.New(client.Options{Socket: sock, Version: opts.Version, OneShot: oneShot})
 			t.Cleanup(func() { c.Close() })
 			return c
 		}
-	}},
+	}
 }
 
 func forModes(t *testing.T, f func(t *testing.T, newClient func() *client.Client, k *slowKind)) {
@@ -410,6 +418,12 @@ func TestVersionUnstampedBuildDoesNotWarn(t *testing.T) {
 // one command) asks Revive for a daemon and is sent once more; a POST whose
 // connection drops after it was sent is not sent again (it may have run).
 func TestReviveSendsAgainOnlyWhatWasNotRun(t *testing.T) {
+	for _, oneShot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("one-shot=%v", oneShot), func(t *testing.T) { reviveSendsAgainOnlyWhatWasNotRun(t, oneShot) })
+	}
+}
+
+func reviveSendsAgainOnlyWhatWasNotRun(t *testing.T, oneShot bool) {
 	dir := testutil.SocketDir(t)
 	sock := filepath.Join(dir, "s.sock")
 	var revived, posts atomic.Int32
@@ -439,13 +453,13 @@ func TestReviveSendsAgainOnlyWhatWasNotRun(t *testing.T) {
 		return l
 	}
 	var l net.Listener
-	if _, err := client.New(client.Options{Socket: sock, Revive: func(context.Context) error {
+	if _, err := client.New(client.Options{Socket: sock, OneShot: oneShot, Revive: func(context.Context) error {
 		t.Error("Revive called for a request that said no")
 		return nil
 	}}).Version(client.WithRevive(context.Background(), false)); !errors.Is(err, client.ErrDaemonUnavailable) {
 		t.Errorf("without revive: %v", err)
 	}
-	c := client.New(client.Options{Socket: sock, Revive: func(context.Context) error {
+	c := client.New(client.Options{Socket: sock, OneShot: oneShot, Revive: func(context.Context) error {
 		revived.Add(1)
 		l = serve()
 		return nil
@@ -492,42 +506,11 @@ func TestReviveSendsAgainWhatAStoppingDaemonDidNotRun(t *testing.T) {
 	}
 	ok := func(int32) (int, string) { return 200, "{}" }
 
-	t.Run("reset before written", func(t *testing.T) {
-		var revived atomic.Int32
-		var posts *atomic.Int32
-		var stop func()
-		first := true
-		c := client.New(client.Options{
-			Dial: func(ctx context.Context) (net.Conn, error) {
-				if !first {
-					return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-				}
-				first = false
-				// Queued on a socket that closes before it is accepted.
-				q := filepath.Join(dir, "q.sock")
-				l, err := net.Listen("unix", q)
-				if err != nil {
-					return nil, err
-				}
-				conn, err := net.Dial("unix", q)
-				l.Close()
-				return conn, err
-			},
-			Revive: func(context.Context) error {
-				revived.Add(1)
-				posts, stop = serve(ok)
-				return nil
-			},
+	for _, oneShot := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reset before written, one-shot=%v", oneShot), func(t *testing.T) {
+			resetBeforeWritten(t, dir, sock, oneShot, serve)
 		})
-		defer c.Close()
-		if err := c.Shutdown(context.Background()); err != nil {
-			t.Fatalf("POST on a connection reset before it was written: %v", err)
-		}
-		defer stop()
-		if revived.Load() != 1 || posts.Load() != 1 {
-			t.Errorf("revived %d, sent to the new daemon %d times; want 1, 1", revived.Load(), posts.Load())
-		}
-	})
+	}
 
 	t.Run("kept-alive connection closed", func(t *testing.T) {
 		posts, stop := serve(ok)
@@ -561,13 +544,16 @@ func TestReviveSendsAgainWhatAStoppingDaemonDidNotRun(t *testing.T) {
 
 	for _, tc := range []struct {
 		code          string
+		oneShot       bool
 		revived, sent int32
 		want          error
 	}{
-		{api.CodeStopping, 1, 2, nil},
-		{api.CodeShuttingDown, 0, 1, client.ErrShuttingDown},
+		{api.CodeStopping, false, 1, 2, nil},
+		{api.CodeStopping, true, 1, 2, nil},
+		{api.CodeShuttingDown, false, 0, 1, client.ErrShuttingDown},
+		{api.CodeShuttingDown, true, 0, 1, client.ErrShuttingDown},
 	} {
-		t.Run("503 "+tc.code, func(t *testing.T) {
+		t.Run(fmt.Sprintf("503 %s, one-shot=%v", tc.code, tc.oneShot), func(t *testing.T) {
 			posts, stop := serve(func(n int32) (int, string) {
 				if n == 1 {
 					return 503, `{"error":{"code":"` + tc.code + `","message":"stopping"}}`
@@ -576,7 +562,7 @@ func TestReviveSendsAgainWhatAStoppingDaemonDidNotRun(t *testing.T) {
 			})
 			defer stop()
 			var revived atomic.Int32
-			c := client.New(client.Options{Socket: sock, Revive: func(context.Context) error {
+			c := client.New(client.Options{Socket: sock, OneShot: tc.oneShot, Revive: func(context.Context) error {
 				revived.Add(1)
 				return nil
 			}})
@@ -586,6 +572,47 @@ func TestReviveSendsAgainWhatAStoppingDaemonDidNotRun(t *testing.T) {
 				t.Errorf("%v, revived %d, sent %d; want %v, %d, %d", err, revived.Load(), posts.Load(), tc.want, tc.revived, tc.sent)
 			}
 		})
+	}
+}
+
+// resetBeforeWritten: a POST whose connection was reset before a byte of
+// it was written (queued on a socket that closed) is sent again, once, to
+// the daemon Revive starts.
+func resetBeforeWritten(t *testing.T, dir, sock string, oneShot bool, serve func(func(int32) (int, string)) (*atomic.Int32, func())) {
+	var revived atomic.Int32
+	var posts *atomic.Int32
+	var stop func()
+	first := true
+	c := client.New(client.Options{
+		OneShot: oneShot,
+		Dial: func(ctx context.Context) (net.Conn, error) {
+			if !first {
+				return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+			}
+			first = false
+			// Queued on a socket that closes before it is accepted.
+			q := filepath.Join(dir, "q.sock")
+			l, err := net.Listen("unix", q)
+			if err != nil {
+				return nil, err
+			}
+			conn, err := net.Dial("unix", q)
+			l.Close()
+			return conn, err
+		},
+		Revive: func(context.Context) error {
+			revived.Add(1)
+			posts, stop = serve(func(int32) (int, string) { return 200, "{}" })
+			return nil
+		},
+	})
+	defer c.Close()
+	if err := c.Shutdown(context.Background()); err != nil {
+		t.Fatalf("POST on a connection reset before it was written: %v", err)
+	}
+	defer stop()
+	if revived.Load() != 1 || posts.Load() != 1 {
+		t.Errorf("revived %d, sent to the new daemon %d times; want 1, 1", revived.Load(), posts.Load())
 	}
 }
 

@@ -54,7 +54,11 @@ type CallRequest struct {
 	// a graph's "nerve.dev/resume". Nil when none.
 	Meta map[string]any
 	// Observe, if set, receives the call's progress, log messages and
-	// streamed output while it runs. It must not block for long.
+	// streamed output while it runs. It must not block: a node calls it
+	// on the goroutine that reads its server (an mcp node's every call
+	// waits while it runs). An observer that writes to a client that may
+	// stop reading queues the event and drops what does not fit
+	// (internal/sendq), as the daemon's call route and MCP server do.
 	Observe func(CallEvent)
 }
 

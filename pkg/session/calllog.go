@@ -30,6 +30,7 @@ type CallInfo struct {
 // MCP clients', graph steps', llm nodes' — so Options.OnCall hears of each
 // exactly once, with its caller, failed ones included (issue 22, item 9).
 func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	s.usageOf().Called(node.QualifiedName(id, req.Tool)) // what search ranks by (search.go)
 	if s.onCall == nil {
 		return s.call(ctx, id, req)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -144,6 +145,7 @@ func (s *Session) ReplaceIf(ctx context.Context, spec node.Spec, ifMatch []strin
 // matchLocked says whether node id may be replaced: its entry is still
 // old and, with ifMatch, its spec's tag is one of ifMatch. s.mu is held.
 func (s *Session) matchLocked(id string, old *entry, ifMatch []string) error {
+	syncs.AssertRLocked(&s.mu)
 	cur := s.nodes[id]
 	if len(ifMatch) > 0 {
 		if cur != old || !slices.Contains(ifMatch, SpecTag(cur.spec)) {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/argcheck"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -77,6 +78,8 @@ type Session struct {
 
 	settingsMu sync.Mutex
 	settings   Settings
+
+	search searcher // search.go
 
 	// mu guards the fields below.
 	mu    sync.RWMutex
@@ -457,6 +460,7 @@ func (s *Session) Specs() []node.Spec {
 }
 
 func (s *Session) specsLocked() []node.Spec {
+	syncs.AssertRLocked(&s.mu)
 	out := make([]node.Spec, 0, len(s.order))
 	for _, id := range s.order {
 		out = append(out, s.nodes[id].spec.Clone())
@@ -847,6 +851,7 @@ func (s *Session) entry(id string) (*entry, error) {
 }
 
 func (s *Session) notFoundLocked(id string) error {
+	syncs.AssertRLocked(&s.mu)
 	return &NotFoundError{Node: id, Known: append([]string(nil), s.order...)}
 }
 

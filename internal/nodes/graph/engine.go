@@ -435,7 +435,7 @@ func (r *run) foreach(ctx context.Context, s *graphlang.Step, sc *graphlang.Scop
 // attempts calls the step's tool, retrying as its retry policy says.
 func (r *run) attempts(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope, rec *StepRecord) (*graphlang.StepResult, error) {
 	var args json.RawMessage
-	if s.Ask == nil {
+	if s.Ask == nil && s.Script == "" {
 		var sp node.ShellParams
 		if r.o.Tool != nil {
 			var err error
@@ -506,6 +506,9 @@ func (r *run) once(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope, 
 		return r.ask(ctx, s, sc)
 	}
 	ctx = node.WithCaller(ctx, node.Caller{Kind: node.CallerGraph, Name: r.o.Graph, Run: r.o.RunID, Step: s.ID})
+	if s.Script != "" {
+		return r.script(ctx, s, sc)
+	}
 	res, err := r.o.Caller.CallTool(ctx, s.Call, args, nil)
 	if cause := context.Cause(ctx); cause != nil && isTimeout(cause) && (err != nil || res == nil) {
 		return nil, cause

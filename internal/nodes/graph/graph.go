@@ -1,7 +1,8 @@
 // Package graph is the graph node kind's runtime: the node, whose one tool
 // "run" runs a definition of internal/graphlang with the graph's inputs as
 // its input schema; the engine (Run), which calls each step's tool through
-// node.Env.Tools (any kind, other graphs included), runs independent steps
+// node.Env.Tools (any kind, other graphs included) or runs its script
+// (internal/codemode, the run's values given as data), runs independent steps
 // in parallel and applies each step's policies (when, foreach, timeout,
 // retry, on_error); and the run records and their journal, which make a
 // run resumable. Only internal/nodes/all imports it; it reaches other nodes

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/nerve-dev/nerve/internal/nodes/llm/provider"
+	"github.com/nerve-dev/nerve/internal/syncs"
 )
 
 // bytesPerToken is the estimate used for the context budget: about right
@@ -84,6 +85,7 @@ func (n *Node) fit(em *emitter, toolBytes int) []provider.Message {
 // dropExchangesLocked removes whole exchanges from the start until total
 // fits budget or only the last user message's exchange is left.
 func (n *Node) dropExchangesLocked(total, budget int, info *contextData) int {
+	syncs.AssertLocked(&n.mu)
 	msgs := n.msgs
 	dropped := 0
 	if len(msgs) > 0 && msgs[0].Role == provider.RoleUser && strings.HasPrefix(msgs[0].Content, droppedMessagesPrefix) {

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -41,10 +42,19 @@ var discoveryTools = []provider.Tool{
 	},
 }
 
-// discoveryCache indexes the tools patterns choose from ts (never the
-// node's own) and offers the two discovery tools instead of them.
-func discoveryCache(ts *node.Toolset, self string, patterns []string) toolCache {
-	c := toolCache{ts: ts, tools: discoveryTools, byLLM: map[string]node.ToolEntry{}, byName: map[string]node.ToolEntry{}}
+// searcher is a session that ranks its tools with its one index
+// (pkg/session's SearchTools): the same ranking as search_tools of
+// `nerve mcp serve --discover`, `nerve tools --search` and the
+// Commander's @?, and the session's usage.
+type searcher interface {
+	SearchTools(ctx context.Context, query string, o *toolsearch.Options) toolsearch.Result
+}
+
+// discoveryCache offers the two discovery tools instead of the tools
+// patterns choose from ts (never the node's own), and searches them with
+// the session's index, or, on a session that has none, with its own.
+func discoveryCache(ts *node.Toolset, tc node.ToolCaller, self string, patterns []string) toolCache {
+	c := toolCache{ts: ts, tools: discoveryTools, byLLM: map[string]node.ToolEntry{}, byName: map[string]node.ToolEntry{}, discover: true}
 	var docs []toolsearch.Doc
 	for _, e := range ts.Tools() {
 		if e.Node == self || !selected(patterns, e) {
@@ -54,7 +64,11 @@ func discoveryCache(ts *node.Toolset, self string, patterns []string) toolCache 
 		c.byName[e.LLMName] = e
 		docs = append(docs, toolsearch.Doc{Name: e.Qualified, Node: e.Node, Tool: e.Tool})
 	}
-	c.index = toolsearch.New(docs)
+	if s, ok := tc.(searcher); ok {
+		c.searcher = s
+	} else {
+		c.index = toolsearch.New(docs)
+	}
 	for _, t := range c.tools {
 		b, _ := json.Marshal(t.Parameters)
 		c.bytes += len(b) + len(t.Name) + len(t.Description) + 32
@@ -62,9 +76,23 @@ func discoveryCache(ts *node.Toolset, self string, patterns []string) toolCache 
 	return c
 }
 
+// find ranks the chosen tools for query.
+func (c toolCache) find(ctx context.Context, query string, limit int) toolsearch.Result {
+	o := &toolsearch.Options{Limit: limit}
+	if c.searcher == nil {
+		return c.index.Find(ctx, query, o)
+	}
+	o.Allow = func(d *toolsearch.Doc) bool {
+		_, ok := c.byName[d.Name]
+		return ok
+	}
+	return c.searcher.SearchTools(ctx, query, o)
+}
+
 // search answers search_tools: the best matches as JSON, each with its
-// name, description and (cleaned) parameters.
-func (c toolCache) search(args json.RawMessage) (string, bool) {
+// name, description and (cleaned) parameters; when no tool matches the
+// words, the nearest, after a line that says so.
+func (c toolCache) search(ctx context.Context, args json.RawMessage) (string, bool) {
 	var in struct {
 		Query string `json:"query"`
 		Limit int    `json:"limit"`
@@ -82,7 +110,8 @@ func (c toolCache) search(args json.RawMessage) (string, bool) {
 		Parameters  map[string]any `json:"parameters"`
 	}
 	out := []found{}
-	for _, h := range c.index.Search(in.Query, min(limit, searchLimit)) {
+	r := c.find(ctx, in.Query, min(limit, searchLimit))
+	for _, h := range r.Hits {
 		desc := h.Tool.Description
 		if desc == "" {
 			desc = h.Tool.Title
@@ -90,20 +119,23 @@ func (c toolCache) search(args json.RawMessage) (string, bool) {
 		out = append(out, found{Name: h.Name, Description: desc, Parameters: CleanSchema(h.Tool.InputSchema)})
 	}
 	if len(out) == 0 {
-		return fmt.Sprintf("no tool matches %q: try other words for what it should do", in.Query), false
+		return "no tools are available to you", false
 	}
 	b, err := json.Marshal(out)
 	if err != nil {
 		return "Error: " + err.Error(), true
 	}
+	if r.Nearest {
+		return r.Describe(in.Query) + ":\n" + string(b), false
+	}
 	return string(b), false
 }
 
 // unknown is what the model reads for a name call_tool does not know.
-func (c toolCache) unknown(name string) string {
+func (c toolCache) unknown(ctx context.Context, name string) string {
 	msg := fmt.Sprintf("Error: there is no tool %q; find tools with search_tools and use the name it gives", name)
 	var like []string
-	for _, h := range c.index.Search(name, 3) {
+	for _, h := range c.find(ctx, name, 3).Hits {
 		like = append(like, h.Name)
 	}
 	if len(like) > 0 {

@@ -85,3 +85,29 @@ func TestDiscover(t *testing.T) {
 		t.Errorf("result %q", resultText(t, res))
 	}
 }
+
+// TestDiscoverNearest: search_tools in an llm node ranks with the
+// session's index and never answers empty while the node may use tools:
+// a query no tool matches gets the nearest, after a line saying so.
+func TestDiscoverNearest(t *testing.T) {
+	srv := llmserver.Start(
+		llmserver.Turn{ToolCalls: []llmserver.ToolCall{{Name: "search_tools", Arguments: `{"query":"zxqv"}`}}},
+		llmserver.Turn{
+			Check: func(r *llmserver.Request) error {
+				got, _ := r.ToolResult("call_1_0")
+				if !strings.HasPrefix(got, `no tool matches "zxqv"`) || !strings.Contains(got, `"name":"echo.identity"`) {
+					return fmt.Errorf("search_tools answered %q, want echo.identity as the nearest, said so", got)
+				}
+				return nil
+			},
+			Text: "done",
+		},
+	)
+	h := newHarness(t, srv, llm.Options{Tools: []string{"echo"}, Discover: true})
+	if _, err := h.chat(context.Background(), "find something", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/internal/nodes/llm/provider"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -87,6 +88,13 @@ type Options struct {
 	// name). For sessions with more tools than a request should carry
 	// (issue 19).
 	Discover bool `json:"discover,omitempty"`
+	// Code offers the model run_script instead of the tools Tools
+	// chooses (beside search_tools and call_tool with Discover): one
+	// Starlark script that calls them as functions, run by nerve, so the
+	// intermediate results never pass through the model (issue 30,
+	// docs/code-mode.md). The script sees exactly the tools the model
+	// may call.
+	Code bool `json:"code,omitempty"`
 	// System is the system prompt sent before the conversation.
 	System string `json:"system,omitempty"`
 	// MaxSteps bounds the model requests of one chat call (default 20).
@@ -99,6 +107,9 @@ type Options struct {
 	// Timeout bounds one HTTP request to the provider, streaming included
 	// ("90s"; default 5m). 429 and 5xx answers are retried with backoff.
 	Timeout node.Duration `json:"timeout,omitempty"`
+	// Retry tunes those retries (attempts, base, max); nil keeps
+	// provider.DefaultRetry.
+	Retry *mcpconf.Retry `json:"retry,omitempty"`
 	// Stream asks for SSE streaming (default true); false for servers that
 	// stream badly.
 	Stream *bool `json:"stream,omitempty"`
@@ -164,12 +175,15 @@ func (o *Options) validate() error {
 	if o.Discover && len(o.Tools) == 0 {
 		return errors.New("--discover finds tools among those --tools chooses, and none are chosen: add --tools '*' (or node ids, globs)")
 	}
+	if o.Code && len(o.Tools) == 0 {
+		return errors.New("--code lets the model's scripts call the tools --tools chooses, and none are chosen: add --tools '*' (or node ids, globs)")
+	}
 	for _, p := range o.Tools {
 		if _, err := path.Match(p, ""); err != nil {
 			return fmt.Errorf("--tools entry %q is not a valid glob: %w", p, err)
 		}
 	}
-	return nil
+	return o.Retry.Check()
 }
 
 func (o *Options) stream() bool { return o.Stream == nil || *o.Stream }
@@ -263,6 +277,7 @@ func decodeState(raw json.RawMessage) ([]provider.Message, error) {
 
 // saveLocked persists the conversation. n.mu must be held.
 func (n *Node) saveLocked() {
+	syncs.AssertLocked(&n.mu)
 	if n.env.SaveState == nil {
 		return
 	}
@@ -330,6 +345,7 @@ func (n *Node) newClient() (provider.Client, error) {
 		Headers: headers,
 		Stream:  n.opts.stream(),
 		Timeout: time.Duration(n.opts.Timeout),
+		Retry:   n.opts.Retry.Over(provider.DefaultRetry),
 	}
 	if n.opts.Provider == ProviderAnthropic {
 		return provider.NewAnthropic(cfg), nil
@@ -420,6 +436,9 @@ func (n *Node) Info() node.Info {
 	}
 	if len(n.opts.Tools) > 0 {
 		d["tools"] = n.opts.Tools
+	}
+	if n.opts.Code {
+		d["code"] = true
 	}
 	if len(n.opts.Headers) > 0 {
 		names := make([]string, 0, len(n.opts.Headers))

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/fixtures/llmserver"
+	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/internal/nodes/llm"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -297,6 +298,23 @@ func TestRetryOn429(t *testing.T) {
 	}
 	if u := rec.stepData("usage"); len(u) != 1 || u[0]["attempts"] != 3.0 {
 		t.Errorf("usage = %v, want attempts 3", u)
+	}
+}
+
+// TestRetrySetting: the node's retry option bounds the tries.
+func TestRetrySetting(t *testing.T) {
+	srv := llmserver.Start(
+		llmserver.Turn{Status: 503, RetryAfter: "0", Error: "overloaded"},
+		llmserver.Turn{Status: 503, RetryAfter: "0", Error: "overloaded"},
+		llmserver.Turn{Text: "too late"},
+	)
+	h := newHarness(t, srv, llm.Options{Retry: &mcpconf.Retry{Attempts: 2}})
+	_, err := h.chat(context.Background(), "hi", nil)
+	if err == nil || !strings.Contains(err.Error(), "after 2 attempts") {
+		t.Fatalf("chat = %v; want it to give up after 2 attempts", err)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Errorf("%d requests, want 2", n)
 	}
 }
 

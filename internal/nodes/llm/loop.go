@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/codemode"
 	"github.com/nerve-dev/nerve/internal/nodes/llm/provider"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -229,15 +230,18 @@ func (n *Node) step(ctx context.Context, client provider.Client, em *emitter, st
 // "Error: " first for isError), or an error the model can act on; and
 // whether the call failed.
 func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.ToolCall, tools toolCache) (string, bool) {
+	if tools.code && tc.Name == codemode.ToolName {
+		return n.runScript(ctx, em, step, tc, tools)
+	}
 	byLLM := tools.byLLM
 	e, known := byLLM[tc.Name]
 	args := json.RawMessage(tc.Arguments)
 	validJSON := json.Valid(args)
-	if tools.index != nil && validJSON {
+	if tools.discover && validJSON {
 		switch tc.Name {
 		case discoverSearch:
 			em.step(StepToolCall, toolCallData{Step: step, ID: tc.ID, Name: tc.Name, Tool: tc.Name, Arguments: args})
-			text, isError := tools.search(args)
+			text, isError := tools.search(ctx, args)
 			em.step(StepToolResult, toolResultData{Step: step, ID: tc.ID, Tool: tc.Name, IsError: isError, Text: text})
 			return text, isError
 		case discoverCall:
@@ -257,7 +261,7 @@ func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.T
 			e, known = tools.byName[in.Name]
 			args, validJSON = in.Arguments, json.Valid(in.Arguments)
 			if !known {
-				text := tools.unknown(in.Name)
+				text := tools.unknown(ctx, in.Name)
 				em.step(StepToolCall, toolCallData{Step: step, ID: tc.ID, Name: tc.Name, Tool: in.Name, Arguments: args})
 				em.step(StepToolResult, toolResultData{Step: step, ID: tc.ID, Tool: in.Name, IsError: true, Text: text})
 				return text, true
@@ -273,8 +277,8 @@ func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.T
 
 	text, isError := "", true
 	switch {
-	case !known && tools.index != nil:
-		text = tools.unknown(tc.Name)
+	case !known && tools.discover:
+		text = tools.unknown(ctx, tc.Name)
 	case !known:
 		names := make([]string, 0, len(byLLM))
 		for name := range byLLM {

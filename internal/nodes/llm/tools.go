@@ -21,12 +21,17 @@ type toolCache struct {
 	tools []provider.Tool
 	byLLM map[string]node.ToolEntry
 	bytes int // size of the tools' JSON, for the token budget
-	// index and byName are set in discovery mode (Options.Discover):
-	// tools holds search_tools and call_tool, byLLM is empty, and the
-	// chosen tools are found through index and called by byName
-	// (qualified and LLM names).
-	index  *toolsearch.Index
-	byName map[string]node.ToolEntry
+	// In discovery mode (Options.Discover, discover set) tools holds
+	// search_tools and call_tool, byLLM is empty, and the chosen tools
+	// are found through the session's searcher (or, on a session without
+	// one, index) and called by byName (qualified and LLM names).
+	discover bool
+	searcher searcher
+	index    *toolsearch.Index
+	byName   map[string]node.ToolEntry
+	// code says run_script is offered (Options.Code, code.go): instead
+	// of the tools, or beside the discovery tools.
+	code bool
 }
 
 // offered returns the tools the model may call now, by LLM name.
@@ -43,8 +48,13 @@ func (n *Node) offered(ctx context.Context) toolCache {
 	}
 	n.mu.Unlock()
 	c := toolCache{ts: ts, byLLM: map[string]node.ToolEntry{}}
-	if n.opts.Discover {
-		c = discoveryCache(ts, n.ID(), n.opts.Tools)
+	if n.opts.Discover || n.opts.Code {
+		if n.opts.Discover {
+			c = discoveryCache(ts, n.env.Tools, n.ID(), n.opts.Tools)
+		}
+		if n.opts.Code {
+			c = n.codeCache(c)
+		}
 		n.mu.Lock()
 		n.toolCache = c
 		n.mu.Unlock()

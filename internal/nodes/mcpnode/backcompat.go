@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
@@ -37,10 +37,12 @@ type legacyKey struct{}
 type legacyProbe struct {
 	base string // the authorization base URL: scheme://host of the MCP server
 
-	// mu guards the fields below.
-	mu     sync.Mutex
-	prm    bool   // a protected resource metadata document answered
-	issuer string // the issuer the base's metadata named, when it was not base
+	// The discovery requests and the authorization response of one
+	// Authorize come one after another; atomics keep a handler that ran
+	// them on several goroutines race-free, holding no lock while a
+	// metadata document is read.
+	prm    atomic.Bool            // a protected resource metadata document answered
+	issuer atomic.Pointer[string] // the issuer the base's metadata named, when it was not base
 }
 
 // backcompatAuth wraps an OAuth handler whose HTTP client goes through
@@ -65,9 +67,7 @@ func authorizationIss(ctx context.Context, iss string) string {
 	if p == nil {
 		return iss
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.issuer != "" && iss == p.issuer {
+	if named := p.issuer.Load(); named != nil && iss == *named {
 		return p.base
 	}
 	return iss
@@ -85,9 +85,7 @@ func (t backcompatTransport) RoundTrip(req *http.Request) (*http.Response, error
 	}
 	switch path := req.URL.Path; {
 	case strings.HasPrefix(path, "/.well-known/oauth-protected-resource"):
-		p.mu.Lock()
-		p.prm = true
-		p.mu.Unlock()
+		p.prm.Store(true)
 	case path == "/.well-known/oauth-authorization-server" || path == "/.well-known/openid-configuration":
 		if origin(req.URL) == p.base {
 			return p.rebase(resp)
@@ -100,9 +98,7 @@ func (t backcompatTransport) RoundTrip(req *http.Request) (*http.Response, error
 // protected resource metadata answered and the issuer it names is another
 // URL on the base's origin.
 func (p *legacyProbe) rebase(resp *http.Response) (*http.Response, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.prm {
+	if p.prm.Load() {
 		return resp, nil
 	}
 	// The SDK reads at most 1 MiB of metadata; one byte more fails it there.
@@ -117,7 +113,8 @@ func (p *legacyProbe) rebase(resp *http.Response) (*http.Response, error) {
 		strings.TrimSuffix(issuer, "/") != p.base && sameOrigin(issuer, p.base) {
 		m["issuer"], _ = json.Marshal(p.base)
 		if b, err := json.Marshal(m); err == nil {
-			body, p.issuer = b, issuer
+			body = b
+			p.issuer.Store(&issuer)
 		}
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))

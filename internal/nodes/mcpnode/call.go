@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -92,6 +93,7 @@ var _ node.Reviver = (*Node)(nil)
 // revivableLocked reports whether the next call reconnects the node: it is
 // remote, ERROR, meant to run, and no restart loop is at work. n.mu is held.
 func (n *Node) revivableLocked() bool {
+	syncs.AssertRLocked(&n.mu)
 	return n.server.URL != "" && n.wantRunning && n.restartCancel == nil && n.State() == node.Error
 }
 
@@ -213,6 +215,10 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 	}
 	var serr *StatusError
 	if errors.As(err, &serr) {
+		if serr.NotResent {
+			// 502 or 504: a gateway got no answer; the call may have run.
+			return nil, fmt.Errorf("tool %q on node %q: %w", req.Tool, n.ID(), serr)
+		}
 		// 429 or 503 after nerve's retries: the call was not run.
 		return nil, fmt.Errorf("tool %q on node %q was not run: %w", req.Tool, n.ID(), serr)
 	}
@@ -310,9 +316,9 @@ func (n *Node) logMessage(p *mcp.LoggingMessageParams) {
 func serverDown(err error) string {
 	var op *net.OpError
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case errors.Is(err, errConnRefused):
 		return "connection refused"
-	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+	case errors.Is(err, errConnReset), errors.Is(err, syscall.EPIPE):
 		return "the connection was reset"
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "the server closed the connection"

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/atomicfile"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -129,6 +130,7 @@ func (n *Node) StartsLazily() bool {
 }
 
 func (n *Node) startsLazilyLocked() bool {
+	syncs.AssertRLocked(&n.mu)
 	switch n.opts.Start {
 	case "eager":
 		return false

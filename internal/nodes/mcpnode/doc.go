@@ -11,6 +11,42 @@
 // put the node in ERROR with a message that says what to do; a stdio child
 // runs in its own process group and is never left behind.
 //
+// # Locks
+//
+// A Node has four mutexes; each is listed with what it guards, and they
+// are taken only in this order:
+//
+//  1. lifeMu serialises Start, Stop, Restart, reconnect, Sync, the idle
+//     stop and each attempt of the restart loop, and guards the OAuth
+//     handler. It is held for a whole start (spawn, handshake, listing):
+//     Stop first cancels a start in progress (startCancel, under mu), so
+//     it never waits behind a server that hangs.
+//  2. catalogMu serialises writing catalog.json.
+//  3. mu (a RWMutex) guards the connection, the server's lists and
+//     initialize result, the start and restart state (startCancel,
+//     wantRunning, restartCancel, restarts, failStreak), the catalogue's
+//     flags and onUpdated. Every call reads it; it is never held across
+//     I/O.
+//
+// callsMu guards the calls in flight (by progress token) and is a leaf:
+// nothing is taken while it is held. The node's state machine
+// (node.Base) may be moved with lifeMu held, never with catalogMu, mu or
+// callsMu held: its observers (the session) call back into the node.
+// A stdio server's process has writeMu, a leaf that keeps whole messages
+// on the child's stdin; closing stdin ends a write that blocks. The
+// OAuth helpers' mutexes (persisting, keyJWTHandler) and lastBytes's are
+// leaves of their own values.
+//
+// Some state needs no lock because one goroutine owns it or the runtime
+// serialises it: the idle clock is one timer for the node's life (Reset
+// and Stop are safe from any goroutine); the guard's answers to a
+// server's refused requests go through a queue drained by one goroutine
+// (internal/sendq), since the guard runs on the reader; the legacy
+// sign-in probe (backcompat.go) is two atomics. Progress and log
+// notifications of a stdio server are handed to the calls on the
+// goroutine that reads the server, so an observer must never block
+// (node.CallRequest.Observe).
+//
 // Only internal/nodes/all and tests import it; node kinds never import each
 // other.
 package mcpnode

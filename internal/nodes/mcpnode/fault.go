@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"syscall"
 )
 
 // explain turns the error that ended (or prevented) a connection into a
@@ -80,7 +79,7 @@ func (n *Node) explain(err error, p *process, starting, startTimedOut bool) stri
 		if why := n.refreshFailed.Load(); why != nil {
 			msg = fmt.Sprintf("the saved sign-in to %s expired and refreshing it failed (%s): run `nerve node auth %s` to sign in again", n.server.URL, *why, n.ID())
 		}
-	case p == nil && errors.Is(err, syscall.ECONNREFUSED):
+	case p == nil && errors.Is(err, errConnRefused):
 		msg = fmt.Sprintf("connection refused at %s: is the server running?", n.server.URL)
 		if !starting {
 			msg += " (the next call reconnects)"

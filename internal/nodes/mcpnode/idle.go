@@ -22,29 +22,17 @@ func (n *Node) idleTime() time.Duration {
 }
 
 // touch restarts the idle clock after a call (option idle, or the
-// session's).
+// session's). The clock is one timer for the node's life: Reset and Stop
+// are safe from any goroutine, so it needs no lock of its own.
 func (n *Node) touch() {
-	d := n.idleTime()
-	if d <= 0 {
-		return
-	}
-	n.idleMu.Lock()
-	defer n.idleMu.Unlock()
-	if n.idleTimer == nil {
-		n.idleTimer = time.AfterFunc(d, n.idleStop)
-	} else {
-		n.idleTimer.Reset(d)
+	if d := n.idleTime(); d > 0 {
+		n.idle.Reset(d)
 	}
 }
 
 // stopIdleClock stops the idle clock (the node is stopped on purpose).
 func (n *Node) stopIdleClock() {
-	n.idleMu.Lock()
-	defer n.idleMu.Unlock()
-	if n.idleTimer != nil {
-		n.idleTimer.Stop()
-		n.idleTimer = nil
-	}
+	n.idle.Stop()
 }
 
 // idleStop stops a server that had no call for the idle time, keeping its

@@ -20,7 +20,9 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/backoff"
 	"github.com/nerve-dev/nerve/internal/childproc"
+	"github.com/nerve-dev/nerve/internal/httpretry"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -95,10 +97,10 @@ type Node struct {
 	log    *zap.Logger
 	cfg    config
 
-	// Lock order: lifeMu, then mu; callsMu, catalogMu and idleMu are
-	// never held while taking another. lifeMu is held for a whole start
-	// or stop; Stop cancels a start in progress (startCancel, under mu)
-	// before it waits for lifeMu, so a hanging connect cannot hold it up.
+	// Lock order (doc.go): lifeMu, catalogMu, mu; callsMu is a leaf.
+	// lifeMu is held for a whole start or stop; Stop cancels a start in
+	// progress (startCancel, under mu) before it waits for lifeMu, so a
+	// hanging connect cannot hold it up.
 
 	// lifeMu serialises start, stop and restart, and guards oauth.
 	lifeMu sync.Mutex
@@ -126,11 +128,15 @@ type Node struct {
 	failStreak    int
 	catalogued    bool      // the lists come from (or were saved to) catalog.json
 	catalogSaved  time.Time // when the catalogue was written
-	catalogMu     sync.Mutex
-	idleMu        sync.Mutex
-	idleTimer     *time.Timer
-	subs          atomic.Int32 // resource subscriptions held
 	onUpdated     func(uri string)
+
+	// catalogMu serialises writing catalog.json (catalog.go).
+	catalogMu sync.Mutex
+
+	subs atomic.Int32 // resource subscriptions held
+
+	// idle stops the server after the idle time without a call (idle.go).
+	idle *time.Timer
 
 	// callsMu guards calls.
 	callsMu sync.Mutex
@@ -162,6 +168,8 @@ func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 		}
 	}
 	n := &Node{server: srv, opts: opts, env: env, log: env.Log(), cfg: cfg, calls: map[string]*call{}}
+	n.idle = time.AfterFunc(time.Hour, n.idleStop) // idle.go; set by touch
+	n.idle.Stop()
 	n.Init(spec, env)
 	n.loadCatalog()
 	return n, nil
@@ -225,6 +233,7 @@ func (n *Node) Start(ctx context.Context) error {
 var errStoppedDuringStart = errors.New("the node was stopped while it started")
 
 func (n *Node) startLocked(ctx context.Context) error {
+	syncs.AssertLocked(&n.lifeMu)
 	if err := n.Machine.ToIf(node.Starting, "", node.Created, node.Stopped); err != nil {
 		return fmt.Errorf("starting node %q: %w", n.ID(), err)
 	}
@@ -294,9 +303,9 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		n.lastStderr, n.pid = p.Stderr(), p.Pid()
 		n.mu.Unlock()
 	case srv.Transport == "sse":
-		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers)}
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}))}
 	default:
-		hc := httpClient(srv.Headers)
+		hc := httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}))
 		oauth, err := n.oauthHandlerLocked(hc)
 		if err != nil {
 			c.cancel()
@@ -480,10 +489,11 @@ func (n *Node) setRoots(client *mcp.Client) error {
 	return nil
 }
 
-// httpClient returns a client that adds headers to every request and
-// retries one the server turned away with 429 or 503 (retry.go) and reads
-// every answer through a guard (see guardTransport).
-func httpClient(headers map[string]string) *http.Client {
+// httpClient returns a client that adds headers to every request,
+// retries one the server or a gateway turned away as retry says
+// (retry.go), and reads every answer through a guard (see
+// guardTransport).
+func httpClient(headers map[string]string, retry httpretry.Policy) *http.Client {
 	var base http.RoundTripper = http.DefaultTransport
 	if len(headers) > 0 {
 		h := make(http.Header, len(headers))
@@ -492,7 +502,7 @@ func httpClient(headers map[string]string) *http.Client {
 		}
 		base = &headerTransport{base: base, headers: h}
 	}
-	return &http.Client{Transport: &guardTransport{base: &retryTransport{base: base}, limit: DefaultMaxMessage}}
+	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage}}
 }
 
 type headerTransport struct {
@@ -550,6 +560,7 @@ func (n *Node) Stop(ctx context.Context) error {
 }
 
 func (n *Node) stopLocked(ctx context.Context) error {
+	syncs.AssertLocked(&n.lifeMu)
 	switch n.State() {
 	case node.Created, node.Stopped:
 		return nil

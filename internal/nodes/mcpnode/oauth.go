@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/nerve-dev/nerve/internal/mcpconf"
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -66,6 +67,7 @@ func Factory(opts *Options) node.Factory {
 // first use and kept for the node's life, so a restart reuses the token it
 // got. lifeMu must be held.
 func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error) {
+	syncs.AssertLocked(&n.lifeMu)
 	if n.oauth != nil && n.cfg.tokens == nil {
 		return n.oauth, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -98,6 +99,7 @@ func (n *Node) hung(c *conn) {
 
 // pingInfo adds what pinging does to a node's Info details.
 func (n *Node) pingInfoLocked(d map[string]any) {
+	syncs.AssertRLocked(&n.mu)
 	switch {
 	case n.server.Transport != "stdio":
 	case n.cfg.pingInterval <= 0:

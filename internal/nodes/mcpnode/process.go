@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/childproc"
+	"github.com/nerve-dev/nerve/internal/sendq"
 )
 
 // stderrLines is how many lines of a server's stderr a node keeps.
@@ -34,11 +35,10 @@ type process struct {
 	// writeMu keeps whole messages on stdin: the SDK's and the guard's
 	// answers to requests it refused.
 	writeMu sync.Mutex
-	// answers counts the guard's answers being written; shutdown waits.
-	// answersMu guards answersDone, set by shutdown: no answer starts after.
-	answers     sync.WaitGroup
-	answersMu   sync.Mutex
-	answersDone bool
+	// answers holds the guard's answers until they are written: the
+	// guard runs on the reader, which must not wait for a server that
+	// does not read its stdin. shutdown closes it.
+	answers *sendq.Queue[[]byte]
 }
 
 // startProcess starts argv in dir with env (which wins over nerve's own for
@@ -51,8 +51,19 @@ func startProcess(argv, env []string, dir string, stopGrace, termGrace time.Dura
 	if err != nil {
 		return nil, err
 	}
-	return &process{Proc: cp, stdout: &lastBytes{r: cp.Stdout}}, nil
+	p := &process{Proc: cp, stdout: &lastBytes{r: cp.Stdout}}
+	p.answers = sendq.New(answersBytes, func(batch []sendq.Item[[]byte]) {
+		for _, it := range batch {
+			_, _ = p.writeMessage(it.Value)
+		}
+	})
+	return p, nil
 }
+
+// answersBytes bounds the guard's answers waiting for a server that does
+// not read its stdin; beyond it they are dropped (the server's requests
+// then go unanswered, as they would have been anyway).
+const answersBytes = 1 << 20
 
 // transport returns an mcp.Transport over the child's stdin and stdout.
 // Closing the connection stops the child (see shutdown).
@@ -80,15 +91,10 @@ func (p *process) transport(maxLine int, log *zap.Logger) mcp.Transport {
 	return &mcp.IOTransport{Reader: readCloser{g, p.stdout}, Writer: stdinCloser{p}, MaxLineLength: 2*maxLine + 1<<20}
 }
 
-// answer writes msg to the server's stdin on a goroutine of its own,
-// unless the server is being shut down.
+// answer writes msg to the server's stdin without waiting for it, unless
+// the server is being shut down.
 func (p *process) answer(msg []byte) {
-	p.answersMu.Lock()
-	defer p.answersMu.Unlock()
-	if p.answersDone {
-		return
-	}
-	p.answers.Go(func() { p.writeMessage(msg) })
+	p.answers.Push(msg, len(msg))
 }
 
 // readCloser reads from a guard and closes the child's stdout.
@@ -118,10 +124,7 @@ func (s stdinCloser) Close() error                { s.p.shutdown(); return nil }
 func (p *process) shutdown() {
 	p.closeOnce.Do(func() {
 		p.Stop(context.Background())
-		p.answersMu.Lock()
-		p.answersDone = true
-		p.answersMu.Unlock()
-		p.answers.Wait() // stdin is closed: the writes have failed
+		p.answers.Close() // stdin is closed: the writes fail at once
 		// stderr may still hold the lines that explain an exit.
 		wait(p.StderrDone(), 200*time.Millisecond)
 		p.stdout.Close()

@@ -1,112 +1,87 @@
 package mcpnode
 
 import (
-	"context"
-	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"time"
 
-	"github.com/nerve-dev/nerve/internal/backoff"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/nerve-dev/nerve/internal/httpretry"
 )
 
-// Retries of a request a remote server turned away (429, 503): it did not
-// process it, so sending it again is safe. Bounded: retryTries in all, each
-// wait at most retryMaxWait and never past the request's deadline.
-const (
-	retryTries   = 3
-	retryMaxWait = 10 * time.Second
-)
+// StatusError is the error of a request a remote server (or a gateway in
+// front of it) turned away after nerve's retries (internal/httpretry);
+// errors of calls that ended so wrap it.
+type StatusError = httpretry.StatusError
 
-// retryWait is the wait before each retry when the server names no
-// Retry-After: 250 ms, then doubled.
-var retryWait = backoff.Backoff{Base: 250 * time.Millisecond}
-
-// StatusError is the error of a request a remote server kept turning away
-// with 429 Too Many Requests or 503 Service Unavailable after nerve's
-// retries. Errors of calls that ended so wrap it.
-type StatusError struct {
-	Status     int           // the last status
-	Tries      int           // requests sent
-	RetryAfter time.Duration // the server's last Retry-After, 0 if none
-	// TooLong: the server asked to wait longer than nerve may (beyond
-	// retryMaxWait or the request's deadline), so nerve stopped early.
-	TooLong bool
-}
-
-func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("the server answered HTTP %d %s", e.Status, http.StatusText(e.Status))
-	switch {
-	case e.TooLong:
-		msg += fmt.Sprintf(" and asked to wait %v (Retry-After), longer than nerve waits within one call; try again later", e.RetryAfter)
-	case e.Tries > 1:
-		msg += fmt.Sprintf(" %d times in a row (nerve retried, as it did not process the request); try again later", e.Tries)
-	}
-	if e.Status == http.StatusTooManyRequests {
-		msg += " — the server limits how often it may be called"
-	} else {
-		msg += " — the server is overloaded or down for maintenance"
-	}
-	return msg
-}
-
-// retryTransport sends a POST again when the server answers 429 or 503.
-// Other methods pass through: the SDK retries its GET stream itself.
+// retryTransport sends the node's POSTs — every MCP message of the
+// streamable HTTP transport, and an SSE server's — through nerve's HTTP
+// retry; other methods pass through: the SDK retries its GET stream
+// itself, and a DELETE ends the session.
 type retryTransport struct {
-	base http.RoundTripper
+	base  http.RoundTripper
+	retry *httpretry.Transport
+}
+
+func newRetryTransport(base http.RoundTripper, p httpretry.Policy) *retryTransport {
+	return &retryTransport{base: base, retry: &httpretry.Transport{Base: base, Policy: p, Resend: mcpResend}}
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Method != http.MethodPost || (req.Body != nil && req.GetBody == nil) {
+	if req.Method != http.MethodPost {
 		return t.base.RoundTrip(req)
 	}
-	ctx := req.Context()
-	for try := 1; ; try++ {
-		r := req
-		if try > 1 && req.GetBody != nil {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, fmt.Errorf("sending the request again: %w", err)
-			}
-			r = req.Clone(ctx)
-			r.Body = body
-		}
-		resp, err := t.base.RoundTrip(r)
-		if err != nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable) {
-			return resp, err
-		}
-		after, named := retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
-		serr := &StatusError{Status: resp.StatusCode, Tries: try, RetryAfter: after}
-		if try == retryTries {
-			return nil, serr
-		}
-		d := retryWait.Delay(try - 1)
-		if named {
-			d = after
-		}
-		if dl, ok := ctx.Deadline(); (ok && time.Now().Add(d).After(dl)) || d > retryMaxWait {
-			serr.TooLong = named
-			return nil, serr
-		}
-		if backoff.Sleep(ctx, d) != nil {
-			return nil, fmt.Errorf("%w (while waiting to retry after HTTP %d)", context.Cause(ctx), resp.StatusCode)
-		}
-	}
+	return t.retry.RoundTrip(req)
 }
 
-// retryAfter reads a Retry-After header: seconds, or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
+// mcpResend is the rule for sending an MCP POST again. A 429 or 503 says
+// the server did not process the message, so it is sent again whatever
+// it is, as nerve always did. A 502 or 504 comes from a gateway that got
+// no answer from the server, which may have run the message: it is sent
+// again only when running it twice does what running it once does — a
+// notification or a response (the server takes the first and drops the
+// second), or a request that only reads or sets a value (tools/list,
+// resources/read, ping, initialize, …). tools/call, and any method nerve
+// does not know, is not: the call fails saying it may have run.
+func mcpResend(req *http.Request, status int) bool {
+	if httpretry.NotProcessed(status) {
+		return true
 	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
+	if req.GetBody == nil {
+		return false
 	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
+	body, err := req.GetBody()
+	if err != nil {
+		return false
 	}
-	return 0, false
+	defer body.Close()
+	data, err := io.ReadAll(io.LimitReader(body, DefaultMaxMessage))
+	if err != nil {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		return false
+	}
+	if r, ok := msg.(*jsonrpc.Request); ok && r.IsCall() {
+		return repeatable[r.Method]
+	}
+	return true
+}
+
+// repeatable are the MCP requests that may run twice: they read, or set
+// a value to what it already is.
+var repeatable = map[string]bool{
+	"initialize":               true,
+	"ping":                     true,
+	"tools/list":               true,
+	"resources/list":           true,
+	"resources/templates/list": true,
+	"resources/read":           true,
+	"resources/subscribe":      true,
+	"resources/unsubscribe":    true,
+	"prompts/list":             true,
+	"prompts/get":              true,
+	"completion/complete":      true,
+	"logging/setLevel":         true,
 }

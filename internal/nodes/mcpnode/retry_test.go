@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/httpretry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -27,13 +28,19 @@ type hiccupServer struct {
 }
 
 func newHiccupServer(t *testing.T, status int, retryAfter string, always bool) *hiccupServer {
+	return newHiccupServerFor(t, `"tools/call"`, status, retryAfter, always)
+}
+
+// newHiccupServerFor is newHiccupServer turning away the messages that
+// hold match (a method, quoted).
+func newHiccupServerFor(t *testing.T, match string, status int, retryAfter string, always bool) *hiccupServer {
 	t.Helper()
 	h := &hiccupServer{}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newTestServer() }, nil)
 	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte(`"tools/call"`)) {
+		if bytes.Contains(body, []byte(match)) {
 			if always || h.turnedAway.Load() == 0 {
 				h.turnedAway.Add(1)
 				if retryAfter != "" {
@@ -51,8 +58,14 @@ func newHiccupServer(t *testing.T, status int, retryAfter string, always bool) *
 }
 
 func httpNode(t *testing.T, url string) *Node {
+	return httpNodeWith(t, url, "")
+}
+
+// httpNodeWith is httpNode with more options (JSON members, with a
+// leading comma).
+func httpNodeWith(t *testing.T, url, more string) *Node {
 	t.Helper()
-	spec := node.Spec{ID: "remote", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"` + url + `"}`)}
+	spec := node.Spec{ID: "remote", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"` + url + `"` + more + `}`)}
 	n, err := newNode(spec, node.Env{}, defaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -102,8 +115,8 @@ func TestHTTPRetriesTurnedAwayCall(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("call error %v; want %q", err, want)
 		}
-		if a := s.turnedAway.Load(); a != retryTries {
-			t.Errorf("sent %d times, want %d", a, retryTries)
+		if a := s.turnedAway.Load(); a != httpretry.DefaultAttempts {
+			t.Errorf("sent %d times, want %d", a, httpretry.DefaultAttempts)
 		}
 		if st := n.State(); st != node.Ready {
 			t.Errorf("node is %s after a turned-away call, want READY", st)
@@ -114,7 +127,7 @@ func TestHTTPRetriesTurnedAwayCall(t *testing.T) {
 		s := newHiccupServer(t, http.StatusTooManyRequests, "3600", true)
 		n := httpNode(t, s.URL)
 		_, err := call(n)
-		want := "the server answered HTTP 429 Too Many Requests and asked to wait 1h0m0s (Retry-After), longer than nerve waits within one call"
+		want := "the server answered HTTP 429 Too Many Requests and asked to wait 1h0m0s (Retry-After), longer than nerve waits; try again later"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("call error %v; want %q", err, want)
 		}
@@ -124,25 +137,46 @@ func TestHTTPRetriesTurnedAwayCall(t *testing.T) {
 	})
 }
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 11, 25, 7, 0, 0, 0, time.UTC)
-	for _, tt := range []struct {
-		in    string
-		want  time.Duration
-		named bool
-	}{
-		{"", 0, false},
-		{"5", 5 * time.Second, true},
-		{"0", 0, true},
-		{"-1", 0, false},
-		{"soon", 0, false},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0, true},
-	} {
-		got, named := retryAfter(tt.in, now)
-		if got != tt.want || named != tt.named {
-			t.Errorf("retryAfter(%q) = %v, %v; want %v, %v", tt.in, got, named, tt.want, tt.named)
-		}
+// TestHTTPRetrySettings: the node's retry option sets the tries in all
+// and the waits.
+func TestHTTPRetrySettings(t *testing.T) {
+	s := newHiccupServer(t, http.StatusServiceUnavailable, "", true)
+	n := httpNodeWith(t, s.URL, `,"retry":{"attempts":5,"base":"1ms","max":"2ms"}`)
+	_, err := n.CallTool(context.Background(), &node.CallRequest{Tool: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
+	if want := "503 Service Unavailable 5 times in a row"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("call error %v; want %q", err, want)
+	}
+	if a := s.turnedAway.Load(); a != 5 {
+		t.Errorf("sent %d times, want 5", a)
+	}
+}
+
+// TestHTTPGatewayErrors: a 502 or 504 comes from a gateway that got no
+// answer from the server, which may have run the message. A tools/call is
+// not sent again — the call fails saying it may have run — but a listing
+// is: the node starts.
+func TestHTTPGatewayErrors(t *testing.T) {
+	for _, status := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			t.Parallel()
+			s := newHiccupServer(t, status, "", false)
+			n := httpNodeWith(t, s.URL, `,"retry":{"base":"1ms"}`)
+			_, err := n.CallTool(context.Background(), &node.CallRequest{Tool: "echo", Arguments: json.RawMessage(`{"text":"hi"}`)})
+			if want := "nerve did not send it again, as it may have run"; err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("call error %v; want %q", err, want)
+			}
+			if a, r := s.turnedAway.Load(), s.run.Load(); a != 1 || r != 0 {
+				t.Errorf("turned away %d, run %d; want 1 and 0 (sent once)", a, r)
+			}
+			if st := n.State(); st != node.Ready {
+				t.Errorf("node is %s, want READY", st)
+			}
+			lists := newHiccupServerFor(t, `"tools/list"`, status, "", false)
+			n = httpNodeWith(t, lists.URL, `,"retry":{"base":"1ms"}`)
+			if n.State() != node.Ready || lists.turnedAway.Load() != 1 {
+				t.Errorf("a tools/list turned away once: node %s, turned away %d; want READY after a retry", n.State(), lists.turnedAway.Load())
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/fixtures/llmserver"
+	"github.com/nerve-dev/nerve/internal/httpretry"
 )
 
 func TestAnthropicURL(t *testing.T) {
@@ -169,7 +170,7 @@ func TestAnthropicReadStream(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := rawSSE(t, tt.body)
-			c := NewAnthropic(Config{BaseURL: srv.URL, Stream: true, MaxRetries: -1})
+			c := NewAnthropic(Config{BaseURL: srv.URL, Stream: true, Retry: httpretry.Policy{Attempts: 1}})
 			res, err := c.Chat(context.Background(), &Request{Model: "m"}, nil)
 			if tt.errSubstr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errSubstr) {

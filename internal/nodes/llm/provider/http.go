@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/httpretry"
 )
 
 // endpoint is one API URL and the HTTP plumbing every dialect shares:
@@ -74,7 +76,8 @@ func (ep *endpoint) post(ctx context.Context, body []byte, setHeaders func(http.
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return nil, &StatusError{Status: resp.StatusCode, Message: errorMessage(b), URL: ep.display, RetryAfter: retryAfter(resp.Header), Provider: ep.provider}
+		after, named := httpretry.RetryAfter(resp.Header, time.Now())
+		return nil, &StatusError{Status: resp.StatusCode, Message: errorMessage(b), URL: ep.display, RetryAfter: after, retryNamed: named, Provider: ep.provider}
 	}
 	res, err := read(resp)
 	if err != nil {
@@ -106,8 +109,8 @@ func withRetries(ctx context.Context, cfg *Config, onDelta func(Delta), once fun
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		wait, ok := retryDelay(err, attempt)
-		if !ok || streamed || attempt >= cfg.MaxRetries {
+		wait, ok := retryDelay(cfg.Retry, err, attempt)
+		if !ok || streamed || attempt+1 >= cfg.Retry.Tries() {
 			if attempt > 0 {
 				return nil, fmt.Errorf("after %d attempts: %w", attempt+1, err)
 			}
@@ -119,25 +122,22 @@ func withRetries(ctx context.Context, cfg *Config, onDelta func(Delta), once fun
 	}
 }
 
-// retryDelay says whether err is worth another attempt and after how long.
-func retryDelay(err error, attempt int) (time.Duration, bool) {
+// retryDelay says whether err is worth another attempt and after how
+// long, by nerve's one HTTP retry policy (internal/httpretry): a status
+// it retries, waiting what Retry-After asks up to its cap, or a lost
+// connection.
+func retryDelay(p httpretry.Policy, err error, attempt int) (time.Duration, bool) {
 	var se *StatusError
 	if errors.As(err, &se) {
-		if !retryableStatus(se.Status) {
+		if !p.Retryable(se.Status) {
 			return 0, false
 		}
-		switch {
-		case se.RetryAfter < 0: // "Retry-After: 0": now
-			return 0, true
-		case se.RetryAfter > maxRetryAfter:
-			return 0, false
-		case se.RetryAfter > 0:
-			return se.RetryAfter, true
-		}
-	} else if !isTransient(err) {
+		return p.Wait(attempt, se.RetryAfter, se.retryNamed)
+	}
+	if !isTransient(err) {
 		return 0, false
 	}
-	return retryBackoff.Delay(attempt), true
+	return p.Wait(attempt, 0, false)
 }
 
 // isTransient reports errors of the connection (refused, reset, EOF, a

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // OpenAI is a client of the OpenAI-compatible Chat Completions API.
@@ -174,36 +173,6 @@ func (c *OpenAI) setHeaders(h http.Header) {
 	if c.cfg.APIKey != "" {
 		h.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
-}
-
-// retryAfter reads retry-after-ms (OpenAI) or Retry-After (seconds or an
-// HTTP date). "0" comes back as a negative duration meaning "retry now".
-func retryAfter(h http.Header) time.Duration {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms >= 0 {
-			if ms == 0 {
-				return -1
-			}
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := h.Get("Retry-After")
-	if v == "" {
-		return 0
-	}
-	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
-		if secs == 0 {
-			return -1
-		}
-		return time.Duration(secs * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-		return -1
-	}
-	return 0
 }
 
 func readJSON(r io.Reader, onDelta func(Delta)) (*Response, error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/fixtures/llmserver"
+	"github.com/nerve-dev/nerve/internal/httpretry"
 )
 
 // sleeps records the delays the client chose instead of waiting them.
@@ -62,7 +63,7 @@ func TestRetryGivesUp(t *testing.T) {
 	srv := llmserver.Start(turns...)
 	defer srv.Close()
 	var sl sleeps
-	c := NewOpenAI(Config{BaseURL: srv.URL, MaxRetries: 2, Sleep: sl.sleep})
+	c := NewOpenAI(Config{BaseURL: srv.URL, Retry: httpretry.Policy{Attempts: 3}, Sleep: sl.sleep})
 	_, err := c.Chat(context.Background(), &Request{Model: "m"}, nil)
 	var se *StatusError
 	if !errors.As(err, &se) || se.Status != 502 || !strings.Contains(err.Error(), "after 3 attempts") || !strings.Contains(err.Error(), "bad gateway") {
@@ -88,7 +89,7 @@ func TestConnectionRefusedIsRetriedThenExplained(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	var sl sleeps
-	c := NewOpenAI(Config{BaseURL: "http://" + addr + "/v1?key=SECRET", MaxRetries: 1, Sleep: sl.sleep})
+	c := NewOpenAI(Config{BaseURL: "http://" + addr + "/v1?key=SECRET", Retry: httpretry.Policy{Attempts: 2}, Sleep: sl.sleep})
 	if c.URL() != "http://"+addr+"/v1/chat/completions?key=SECRET" {
 		t.Errorf("endpoint %s", c.URL())
 	}
@@ -176,7 +177,7 @@ func TestReadStream(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := rawSSE(t, tt.body)
 			var sl sleeps
-			c := NewOpenAI(Config{BaseURL: srv.URL, Stream: true, MaxRetries: -1, Sleep: sl.sleep})
+			c := NewOpenAI(Config{BaseURL: srv.URL, Stream: true, Retry: httpretry.Policy{Attempts: 1}, Sleep: sl.sleep})
 			var streamed strings.Builder
 			res, err := c.Chat(context.Background(), &Request{Model: "m"}, func(d Delta) { streamed.WriteString(d.Text) })
 			if tt.errSubstr != "" {

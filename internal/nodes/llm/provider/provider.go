@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/backoff"
+	"github.com/nerve-dev/nerve/internal/httpretry"
 )
 
 // Conversation roles.
@@ -127,9 +128,10 @@ type Config struct {
 	Stream bool
 	// Timeout bounds one HTTP request, streaming included (default 5m).
 	Timeout time.Duration
-	// MaxRetries is how many times a 429, 5xx or lost connection is
-	// retried (default 4; negative: never).
-	MaxRetries int
+	// Retry is when and how often a turned-away request or a lost
+	// connection is tried again (internal/httpretry); zero fields take
+	// DefaultRetry's.
+	Retry httpretry.Policy
 	// HTTPClient is the client to use (default: a new one).
 	HTTPClient *http.Client
 	// Sleep waits between retries (default: a timer that honours ctx).
@@ -139,27 +141,39 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultTimeout    = 5 * time.Minute
-	DefaultMaxRetries = 4
-	// maxRetryAfter is the longest Retry-After nerve waits for; a provider
-	// asking for longer gets its error reported instead.
-	maxRetryAfter = 2 * time.Minute
+	DefaultTimeout = 5 * time.Minute
 )
 
-// retryBackoff is the wait before a retry the provider did not time
-// (no Retry-After): 0.5 s doubling to 30 s, ±25 % so clients that failed
-// together do not retry together.
-var retryBackoff = backoff.Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.25}
+// DefaultRetry is a provider's retry: 5 tries in all; 0.5 s, 1 s, 2 s, 4 s
+// (±25 %) between them when the provider names no Retry-After, which is
+// honoured up to 2 minutes (asking for longer gets the error reported
+// instead); for 408, 429, 500, 502, 503, 504 and Anthropic's 529. A chat
+// request only asks, so it is safe to send again.
+var DefaultRetry = httpretry.Policy{
+	Attempts: 5,
+	Base:     500 * time.Millisecond,
+	Max:      2 * time.Minute,
+	Statuses: []int{http.StatusRequestTimeout, http.StatusTooManyRequests,
+		http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout, statusOverloaded},
+}
 
 func (c *Config) withDefaults() Config {
 	cfg := *c
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	if cfg.MaxRetries == 0 {
-		cfg.MaxRetries = DefaultMaxRetries
-	} else if cfg.MaxRetries < 0 {
-		cfg.MaxRetries = 0
+	if cfg.Retry.Attempts <= 0 {
+		cfg.Retry.Attempts = DefaultRetry.Attempts
+	}
+	if cfg.Retry.Base <= 0 {
+		cfg.Retry.Base = DefaultRetry.Base
+	}
+	if cfg.Retry.Max <= 0 {
+		cfg.Retry.Max = DefaultRetry.Max
+	}
+	if cfg.Retry.Statuses == nil {
+		cfg.Retry.Statuses = DefaultRetry.Statuses
 	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
@@ -176,8 +190,10 @@ type StatusError struct {
 	// Message is the provider's own explanation, when it gave one.
 	Message string
 	URL     string
-	// RetryAfter is how long the provider asked to wait (429, 503).
+	// RetryAfter is how long the provider asked to wait (429, 503);
+	// retryNamed says it named a time (0 then means at once).
 	RetryAfter time.Duration
+	retryNamed bool
 	// Provider is the dialect ("openai", "anthropic"), for the advice.
 	Provider string
 }
@@ -219,18 +235,6 @@ func (e *StatusError) Error() string {
 		return fmt.Sprintf("the provider failed (%s): %s; try again later", status, msg)
 	}
 	return fmt.Sprintf("the provider answered %s: %s", status, msg)
-}
-
-// retryable reports whether a status is worth retrying.
-func retryableStatus(code int) bool {
-	switch code {
-	case http.StatusRequestTimeout, http.StatusTooManyRequests,
-		http.StatusInternalServerError, http.StatusBadGateway,
-		http.StatusServiceUnavailable, http.StatusGatewayTimeout,
-		statusOverloaded:
-		return true
-	}
-	return false
 }
 
 // errorMessage digs the provider's explanation out of an error body:
