@@ -99,7 +99,7 @@ func TestBinaryServeFirstCallsAfterRestart(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				return &mcp.StreamableClientTransport{Endpoint: ep[0], HTTPClient: &http.Client{Transport: bearer(ep[1])}}, nil
+				return &mcp.StreamableClientTransport{Endpoint: ep[0], HTTPClient: &http.Client{Transport: bearer{ep[1]}}}, nil
 			})
 		})
 	}
@@ -108,26 +108,6 @@ func TestBinaryServeFirstCallsAfterRestart(t *testing.T) {
 		t.Error(f)
 	}
 	t.Logf("%d clients, %d failures", stdioClients+httpClients, len(failures))
-}
-
-// bearer sends the endpoint's token with every request.
-type bearer string
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+string(b))
-	return http.DefaultTransport.RoundTrip(r)
-}
-
-// resultText is the text of a tool result's content.
-func resultText(res *mcp.CallToolResult) string {
-	var s string
-	for _, c := range res.Content {
-		if tc, ok := c.(*mcp.TextContent); ok {
-			s += tc.Text
-		}
-	}
-	return s
 }
 
 // TestBinaryServeStoppedAndErrorTools: through `nerve mcp serve`, the

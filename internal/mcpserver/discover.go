@@ -186,7 +186,7 @@ func (s *Server) searchIndex() *toolsearch.Index {
 type found struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	InputSchema any    `json:"input_schema"`
+	InputSchema any    `json:"inputSchema"` // MCP's name, as describe_tool gives it
 	// State is set for a tool whose node does not take calls at once:
 	// its state and what a call does (waits, starts it) or what starts it.
 	State string `json:"state,omitempty"`

@@ -83,6 +83,12 @@ type Options struct {
 	// instead (the message itself to pass it), or nil for none. Blank
 	// lines pass without it.
 	Check func(msg []byte) []byte
+	// OnEvent, if set (SSE only), is given the data of each complete
+	// event of type "message" that may hold a request or notification,
+	// before the blank line that ends the event is handed on: the reader
+	// (the SDK) cannot act on an event before it has that line, so what
+	// OnEvent does comes first.
+	OnEvent func(data []byte)
 }
 
 // Reader reads newline-delimited JSON-RPC messages and refuses, one at a
@@ -110,6 +116,14 @@ type Reader struct {
 
 	out    []byte
 	outPos int
+
+	// onEvent is Options.OnEvent. The fields below follow the SSE event
+	// being read; ev is kept only while the event may be one for onEvent.
+	onEvent func(data []byte)
+	ev      []byte
+	evLines int  // data lines so far
+	evSkip  bool // not for onEvent: a result, too big, or refused
+	evNamed bool // its type is other than "message"
 }
 
 // NewReader returns a Reader of r.
@@ -118,7 +132,11 @@ func NewReader(r io.Reader, o *Options) *Reader {
 	if limit <= 0 {
 		limit = MaxMessage
 	}
-	return &Reader{r: r, limit: limit, sse: o.SSE, refused: o.Refused, check: o.Check, rbuf: make([]byte, 64<<10), start: true}
+	g := &Reader{r: r, limit: limit, sse: o.SSE, refused: o.Refused, check: o.Check, rbuf: make([]byte, 64<<10), start: true}
+	if o.SSE {
+		g.onEvent = o.OnEvent
+	}
+	return g
 }
 
 func (g *Reader) Read(p []byte) (int, error) {
@@ -208,8 +226,12 @@ func (g *Reader) consume() {
 // endLine hands on the line just read, or what replaces it.
 func (g *Reader) endLine(newline bool) {
 	checked := !g.sse || g.data
+	refused := g.over || (checked && g.sc.maxDepth > MaxDepth)
+	if g.onEvent != nil {
+		g.event(refused)
+	}
 	switch {
-	case g.over || (checked && g.sc.maxDepth > MaxDepth):
+	case refused:
 		o := &Refused{Size: g.size - int64(g.skip), Depth: g.sc.maxDepth, TooBig: g.over, Limit: g.limit,
 			ID: g.sc.ID(), HasMethod: g.sc.hasMethod, IsObject: g.sc.isObject}
 		if !checked {
@@ -239,6 +261,46 @@ func (g *Reader) endLine(newline bool) {
 	}
 	g.line, g.size, g.skip, g.over, g.start, g.data = g.line[:0], 0, 0, false, true, false
 	g.sc = Scanner{}
+}
+
+// event follows the SSE event the line just read belongs to (the SSE
+// framing of the WHATWG HTML standard, §9.2.6: data lines joined with a
+// newline, an empty line ends the event, "event:" names its type), and
+// gives onEvent what it asked for.
+func (g *Reader) event(refused bool) {
+	line := bytes.TrimSuffix(g.line, []byte("\r"))
+	switch {
+	case g.data:
+		g.evLines++
+		switch {
+		case g.evSkip:
+		case refused:
+			g.evSkip = true
+		case g.evLines == 1 && g.sc.begun && g.sc.depth == 0 && !g.sc.hasMethod:
+			// A whole message on one line that is neither a request nor a
+			// notification (a result): not kept.
+			g.evSkip = true
+		case len(g.ev)+1+len(line)-g.skip > g.limit:
+			g.evSkip = true
+		default:
+			if g.evLines > 1 {
+				g.ev = append(g.ev, '\n')
+			}
+			g.ev = append(g.ev, line[g.skip:]...)
+		}
+	case g.size == 0 || (g.size == 1 && len(line) == 0):
+		// An empty line: the event is complete.
+		if !g.evSkip && !g.evNamed && len(g.ev) > 0 {
+			g.onEvent(g.ev)
+		}
+		if cap(g.ev) > 64<<10 {
+			g.ev = nil
+		}
+		g.ev, g.evLines, g.evSkip, g.evNamed = g.ev[:0], 0, false, false
+	case !g.over && bytes.HasPrefix(line, []byte("event:")):
+		name := bytes.TrimPrefix(line[len("event:"):], []byte(" "))
+		g.evNamed = len(name) > 0 && string(name) != "message"
+	}
 }
 
 // Scanner follows a JSON message as its bytes go by: how deep it nests,

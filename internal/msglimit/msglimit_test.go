@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -58,6 +59,53 @@ func TestReader(t *testing.T) {
 	}
 }
 
+// TestReaderOnEvent: a Reader of an event stream gives OnEvent the
+// data of each complete event of type "message" that may be a request or
+// notification, as the SSE framing defines it, before the line that ends
+// the event is handed on, and leaves the bytes unchanged.
+func TestReaderOnEvent(t *testing.T) {
+	const note = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a"}}`
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{"one line", "id: 1\ndata: " + note + "\n\n", []string{note}},
+		{"no space after the colon, CRLF", "data:" + note + "\r\n\r\n", []string{note}},
+		{"type message", "event: message\ndata: " + note + "\n\n", []string{note}},
+		{"another type", "event: endpoint\ndata: " + note + "\n\n", nil},
+		{"lines joined", "data: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"x\"}\n\n", []string{"{\"jsonrpc\":\"2.0\",\n\"method\":\"x\"}"}},
+		{"a result is not kept", "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n", nil},
+		{"priming event, comment, retry", ": ok\nid: 5\nretry: 10\ndata:\n\n", nil},
+		{"unfinished at the end", "data: " + note + "\n", nil},
+		{"two events", "data: " + note + "\n\nevent: close\nretry: 10\n\ndata: " + note + "\n\n", []string{note, note}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			var g *Reader
+			g = NewReader(iotest.OneByteReader(strings.NewReader(tt.in)), &Options{Limit: 3000, SSE: true, Refused: func(*Refused) []byte { return nil }, OnEvent: func(data []byte) {
+				// The empty line that ends the event is not handed on yet.
+				if out := string(g.out); strings.HasSuffix(strings.ReplaceAll(out, "\r", ""), "\n\n") {
+					t.Errorf("event handed on before onEvent saw it: %q", out)
+				}
+				got = append(got, string(data))
+			}})
+			g.rbuf = make([]byte, 16)
+			out, err := io.ReadAll(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out) != tt.in {
+				t.Errorf("handed on %q, want it unchanged", out)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("onEvent got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
 // FuzzReader: a Reader hands on unchanged every stream whose messages are
 // within the limits, whatever the bytes and however the reads fall, and
 // never panics on any other.
@@ -75,7 +123,8 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte, sse bool) {
 		refusals := 0
-		g := NewReader(iotest.HalfReader(bytes.NewReader(in)), &Options{Limit: 256, SSE: sse, Refused: func(o *Refused) []byte {
+		// Following events never changes what is handed on.
+		g := NewReader(iotest.HalfReader(bytes.NewReader(in)), &Options{Limit: 256, SSE: sse, OnEvent: func([]byte) {}, Refused: func(o *Refused) []byte {
 			refusals++
 			if o.ID != nil && !json.Valid(o.ID) {
 				t.Errorf("the id is not JSON: %s", o.ID)

@@ -7,6 +7,8 @@ import (
 	"mime"
 	"net/http"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/nerve-dev/nerve/internal/msglimit"
 )
 
@@ -61,9 +63,9 @@ func (o overLimit) errorResponse() []byte {
 // answer to one of nerve's requests becomes a JSON-RPC error for its id
 // (refused's choice), so that the call fails and the connection lives on.
 // Everything else passes unchanged, garbage included: the SDK reports it
-// as before.
-func newGuard(r io.Reader, limit int, sse bool, refused func(overLimit) []byte) *msglimit.Reader {
-	return msglimit.NewReader(r, &msglimit.Options{Limit: limit, SSE: sse, Refused: func(o *msglimit.Refused) []byte {
+// as before. onEvent, if set, is msglimit.Options.OnEvent (SSE).
+func newGuard(r io.Reader, limit int, sse bool, refused func(overLimit) []byte, onEvent func([]byte)) *msglimit.Reader {
+	return msglimit.NewReader(r, &msglimit.Options{Limit: limit, SSE: sse, OnEvent: onEvent, Refused: func(o *msglimit.Refused) []byte {
 		return refused(overLimit{o})
 	}})
 }
@@ -72,9 +74,16 @@ func newGuard(r io.Reader, limit int, sse bool, refused func(overLimit) []byte) 
 // carries MCP messages (application/json, text/event-stream) is read
 // through a guard, so a message over the limits fails its own request and
 // the session lives on, as for stdio.
+//
+// It also taps the event streams: each request or notification of the
+// server's in an SSE event goes to tap before the SDK can read on, so the
+// log messages and progress a server sends before a result reach the call
+// before the call returns (the SDK's own handlers run on a goroutine of
+// their own, and lost the race; issue 27).
 type guardTransport struct {
 	base  http.RoundTripper
 	limit int
+	tap   func(*jsonrpc.Request) // nil: none
 }
 
 func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -86,13 +95,23 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	switch ct {
 	case "application/json", "text/event-stream":
 		sse := ct == "text/event-stream"
-		g := newGuard(resp.Body, t.limit, sse, func(o overLimit) []byte {
+		var onEvent func([]byte)
+		if sse && t.tap != nil {
+			onEvent = func(data []byte) {
+				// The SDK's own decoder: what it would make of the event.
+				if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+					if req, ok := msg.(*jsonrpc.Request); ok {
+						t.tap(req)
+					}
+				}
+			}
+		}
+		resp.Body = newGuard(resp.Body, t.limit, sse, func(o overLimit) []byte {
 			if o.HasMethod {
 				return nil // a request of the server's: dropped (it times out there)
 			}
 			return o.errorResponse()
-		})
-		resp.Body = g
+		}, onEvent)
 		if !sse {
 			resp.ContentLength = -1 // the guard may change it
 			resp.Header.Del("Content-Length")
