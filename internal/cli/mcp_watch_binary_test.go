@@ -60,19 +60,27 @@ func TestBinaryImportWatch(t *testing.T) {
 	}
 	go pipe(stdout)
 	go pipe(stderr)
+	// waitFor waits until the watcher has said each of want, in any
+	// order: stdout and stderr are two pipes, read apart.
 	var seen []string
 	waitFor := func(want ...string) {
 		t.Helper()
 		deadline := time.After(30 * time.Second)
+		missing := map[string]bool{}
 		for _, w := range want {
-			for found := false; !found; {
-				select {
-				case l := <-lines:
-					seen = append(seen, l)
-					found = strings.Contains(l, w)
-				case <-deadline:
-					t.Fatalf("the watcher did not say %q; it said:\n%s", w, strings.Join(seen, "\n"))
+			missing[w] = true
+		}
+		for len(missing) > 0 {
+			select {
+			case l := <-lines:
+				seen = append(seen, l)
+				for w := range missing {
+					if strings.Contains(l, w) {
+						delete(missing, w)
+					}
 				}
+			case <-deadline:
+				t.Fatalf("the watcher did not say %v; it said:\n%s", missing, strings.Join(seen, "\n"))
 			}
 		}
 	}
