@@ -3,7 +3,9 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -223,22 +225,23 @@ func (d *Dashboard) handleAnswer(w http.ResponseWriter, r *http.Request) error {
 }
 
 // shownArgs is a held call's arguments as its prompt shows them:
-// indented, every token as the tool gets it (numbers as written, keys in
-// their order), with every character that does not show as itself —
+// indented, every value as the tool gets it — numbers as written, keys
+// in their order, a key given twice shown twice — with strings written
+// plainly (`a > b`, not Go's `a \u003e b`: a person must read what a
+// command does) and every character that does not show as itself —
 // controls, format characters such as bidi overrides and zero widths,
-// spaces other than U+0020, invalid UTF-8 — written as its JSON escape,
-// which reads as the same string: the person sees all that the tool
-// gets. At most maxShownArgs; cut reports that more was not shown.
+// spaces other than U+0020 — written as its JSON escape, which reads as
+// the same string: the person sees all that the tool gets. At most
+// maxShownArgs; cut reports that more was not shown. Arguments that are
+// not JSON (never sent by the session) show as they are, escaped alike.
 func shownArgs(raw json.RawMessage) (text string, cut bool) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return "{}", false
 	}
-	var b bytes.Buffer
-	if err := json.Indent(&b, raw, "", "  "); err != nil {
-		b.Reset()
-		b.Write(raw) // not JSON: shown as it is, escaped alike
+	src, err := indent(raw)
+	if err != nil {
+		src = raw
 	}
-	src := b.Bytes()
 	var out strings.Builder
 	for len(src) > 0 {
 		if out.Len() >= maxShownArgs {
@@ -259,4 +262,78 @@ func shownArgs(raw json.RawMessage) (text string, cut bool) {
 		src = src[n:]
 	}
 	return out.String(), false
+}
+
+// indent writes the JSON value raw indented by two spaces, from
+// encoding/json's tokens: numbers as their literal, strings encoded anew
+// without HTML escapes.
+func indent(raw []byte) ([]byte, error) {
+	if !json.Valid(raw) {
+		return nil, errors.New("not JSON")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var b bytes.Buffer
+	str := json.NewEncoder(&b)
+	str.SetEscapeHTML(false)
+	// open are the containers the next token is in: an object's n counts
+	// its keys and values, an array's its elements.
+	type container struct {
+		object bool
+		n      int
+	}
+	var open []container
+	newline := func() {
+		b.WriteByte('\n')
+		for range open {
+			b.WriteString("  ")
+		}
+	}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return b.Bytes(), nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			c := open[len(open)-1]
+			open = open[:len(open)-1]
+			if c.n > 0 {
+				newline()
+			}
+			b.WriteByte(byte(d))
+			continue
+		}
+		key := false
+		if len(open) > 0 {
+			c := &open[len(open)-1]
+			key = c.object && c.n%2 == 0
+			if key || !c.object {
+				if c.n > 0 {
+					b.WriteByte(',')
+				}
+				newline()
+			}
+			c.n++
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			b.WriteByte(byte(v))
+			open = append(open, container{object: v == '{'})
+		case json.Number:
+			b.WriteString(string(v))
+		case string:
+			_ = str.Encode(v)       // a string always encodes
+			b.Truncate(b.Len() - 1) // Encode's newline
+			if key {
+				b.WriteString(": ")
+			}
+		case bool:
+			fmt.Fprint(&b, v)
+		case nil:
+			b.WriteString("null")
+		}
+	}
 }

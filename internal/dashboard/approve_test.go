@@ -229,9 +229,15 @@ func TestShownArgs(t *testing.T) {
 	}{
 		{``, `{}`, false},
 		{`{}`, `{}`, false},
-		{`{"a":[1,2.50,"\u00e9"]}`, "{\n  \"a\": [\n    1,\n    2.50,\n    \"\\u00e9\"\n  ]\n}", false},
-		{`{"a":"é` + "\u2066" + `b` + "\U000E0041" + `"}`, "{\n  \"a\": \"é\\u2066b\\udb40\\udc41\"\n}", false},
-		{"{\"a\":\"\xff\"}", "{\n  \"a\": \"\\ufffd\"\n}", false},
+		{` [ ] `, `[]`, false},
+		// Numbers as written, keys in order and twice, HTML escapes read.
+		{`{"n":12345678901234567890123,"z":1e400,"f":2.50,"p":"/a","p":"/etc/passwd","cmd":"a \u003e b \u0026\u0026 c","q":"\"\\"}`,
+			"{\n  \"n\": 12345678901234567890123,\n  \"z\": 1e400,\n  \"f\": 2.50,\n  \"p\": \"/a\",\n  \"p\": \"/etc/passwd\",\n  \"cmd\": \"a > b && c\",\n  \"q\": \"\\\"\\\\\"\n}", false},
+		{`{"a":[1,{"b":null,"c":[]},true,"\u00e9"]}`, "{\n  \"a\": [\n    1,\n    {\n      \"b\": null,\n      \"c\": []\n    },\n    true,\n    \"é\"\n  ]\n}", false},
+		// What does not show: as escapes; a control as JSON writes it.
+		{`{"a":"é` + "\u2066" + `b` + "\U000E0041" + `\u0007\t\u00a0"}`, "{\n  \"a\": \"é\\u2066b\\udb40\\udc41\\u0007\\t\\u00a0\"\n}", false},
+		// Invalid UTF-8: as a JSON reader takes it.
+		{"{\"a\":\"\xff\"}", "{\n  \"a\": \"\ufffd\"\n}", false},
 		{`not json` + "\x07", `not json\u0007`, false},
 		{big, "", true},
 	} {
