@@ -178,9 +178,12 @@ func (e *answered) Error() string {
 	case byDashboard:
 		place = "the dashboard"
 	}
-	after := e.after.Round(100 * time.Millisecond)
-	if after >= time.Minute {
+	after := e.after.Round(time.Millisecond)
+	switch {
+	case after >= time.Minute:
 		after = after.Round(time.Second)
+	case after >= time.Second:
+		after = after.Round(100 * time.Millisecond)
 	}
 	return fmt.Sprintf("answered by %s in %s: %s", place, after, what)
 }

@@ -250,3 +250,20 @@ func TestApprovalNobodyThere(t *testing.T) {
 		t.Errorf("with nobody there: %v, %v", r, err)
 	}
 }
+
+func TestAnsweredSays(t *testing.T) {
+	for _, tt := range []struct {
+		by    string
+		after time.Duration
+		a     session.Approval
+		want  string
+	}{
+		{"dashboard", 31400 * time.Microsecond, session.Approval{Allow: true}, "answered by the dashboard in 31ms: allowed once"},
+		{"repl", 1234 * time.Millisecond, session.Approval{}, "answered by the Commander in 1.2s: denied"},
+		{"mcp:claude-code", 65400 * time.Millisecond, session.Approval{Allow: true, Remember: true}, "answered by mcp:claude-code in 1m5s: allowed, and the same call for 10 minutes"},
+	} {
+		if got := (&answered{by: tt.by, after: tt.after, a: tt.a}).Error(); got != tt.want {
+			t.Errorf("%q; want %q", got, tt.want)
+		}
+	}
+}

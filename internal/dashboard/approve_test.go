@@ -253,3 +253,36 @@ func TestShownArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalRemember: "allow for 10 minutes" runs the same call again
+// without a prompt; another call is asked about.
+func TestApprovalRemember(t *testing.T) {
+	f := askFixture(t, time.Minute)
+	c, csrf := f.visit(t)
+	s := f.stream(t, c)
+	res := f.agentCall(`{"text": "again"}`)
+	p := promptOf(t, s.until(t, "approval", func(json.RawMessage) bool { return true }))
+	if st, body := f.answer(t, c, csrf, "default", p.ID, "remember"); st != http.StatusOK {
+		t.Fatalf("remember answered %d %s", st, body)
+	}
+	if r := <-res; r.IsError {
+		t.Fatalf("the allowed call: %q", text(r))
+	}
+	if r := <-f.agentCall(`{"text": "again"}`); r.IsError {
+		t.Errorf("the same call again: %q", text(r))
+	}
+	res = f.agentCall(`{"text": "other"}`)
+	if p2 := promptOf(t, s.until(t, "approval", func(json.RawMessage) bool { return true })); !strings.Contains(p2.Arguments, "other") {
+		t.Errorf("another call's prompt shows %s", p2.Arguments)
+	} else {
+		f.answer(t, c, csrf, "default", p2.ID, "deny")
+	}
+	<-res
+	var by []string
+	for _, c := range f.calls() {
+		by = append(by, c.Decision.Outcome+" by "+c.Decision.By)
+	}
+	if got := strings.Join(by, ", "); got != "approved by dashboard, approved by dashboard (remembered), denied by dashboard" {
+		t.Errorf("the call log: %s", got)
+	}
+}

@@ -29,7 +29,7 @@ export function approvals(post, message) {
     for (const x of shown.values()) {
       if (x.closed || !x.p.expires) continue;
       const s = Math.max(0, Math.round((new Date(x.p.expires) - Date.now()) / 1000));
-      x.el.querySelector('.left').textContent = `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')} left`;
+      x.el.querySelector('.left').textContent = ` · ${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')} left`;
     }
   }
 
@@ -51,7 +51,7 @@ export function approvals(post, message) {
       h('div', { class: 'approval-head' },
         h('span', { class: 'caller' }, p.caller), ' wants to call ', h('code', { class: 'call' }, `${p.node}.${p.tool}`)),
       h('div', { class: 'sub' }, `the session's policy asks first${p.rule ? ': ' + p.rule : ''} · held at ${clock(p.asked)}`,
-        p.expires ? ' · ' : null, p.expires ? h('span', { class: 'left' }) : null),
+        p.expires ? h('span', { class: 'left' }) : null),
       h('div', { class: 'label' }, 'with these arguments, exactly:'),
       h('pre', { class: 'args' }, p.arguments),
       p.cut ? h('p', { class: 'cut' }, `The arguments are ${kb}: only the first 256 KiB show. Deny if you cannot tell what the call does.`) : null,
@@ -87,6 +87,7 @@ export function approvals(post, message) {
     x.closed = true;
     x.el.dataset.state = answered ? 'answered' : 'withdrawn';
     x.el.setAttribute('role', 'status');
+    x.el.querySelector('.left')?.remove();
     fill(x.el.querySelector('.answers'), h('span', { class: 'outcome' }, why));
     setTimeout(() => { x.el.remove(); shown.delete(id); update(); }, closedFor);
     update();
