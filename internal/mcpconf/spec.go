@@ -35,6 +35,10 @@ type Options struct {
 	// Ping is how often an idle stdio server is pinged to find it hung: a
 	// duration, or "off"; empty means the mcp kind's default (30 s).
 	Ping string `json:"ping,omitempty"`
+	// Protocol is the MCP protocol version the node speaks: "auto" (or
+	// empty: the newest both sides speak, found as the mcp kind
+	// negotiates), or a version to ask for ("2025-11-25", "2026-07-28").
+	Protocol string `json:"protocol,omitempty"`
 	// Roots are the folders offered to the server as MCP roots.
 	Roots []string `json:"roots,omitempty"`
 	// Restart is the node's restart policy (defined by the mcp node kind).

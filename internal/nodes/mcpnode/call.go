@@ -183,8 +183,17 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		}
 		params.Meta[node.ChainMetaKey] = chain
 	}
-	res, err := c.cs.CallTool(cctx, params)
+	var res *mcp.CallToolResult
+	var err error
+	if !isModern(c.cs) && n.needsTask(req.Tool) {
+		res, err = callTaskV1(cctx, c.cs, params) // tasks.go
+	} else {
+		res, err = c.cs.CallTool(cctx, params)
+	}
 	if err == nil {
+		if lt, ok := taskOf(res); ok {
+			return n.awaitTask(ctx, cctx, c, cl, lt)
+		}
 		return res, nil
 	}
 	if cctx.Err() != nil {
@@ -259,6 +268,20 @@ func (n *Node) cancelCalls(cause error) {
 	}
 }
 
+// alive is a sign of life of the call's server: progress, or a task
+// that answered tasks/get. It moves the idle deadline on, up to the cap.
+func (cl *call) alive() {
+	cl.timer.Reset(min(cl.idle, time.Until(cl.capAt)))
+}
+
+// needsTask reports whether tool must be called as a task of MCP
+// 2025-11-25 (its execution.taskSupport is "required").
+func (n *Node) needsTask(tool string) bool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return taskSupport(n.toolIndex[tool]) == "required"
+}
+
 func (n *Node) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	if req.Params != nil {
 		n.progress(req.Params)
@@ -276,7 +299,7 @@ func (n *Node) progress(p *mcp.ProgressNotificationParams) {
 	if cl == nil {
 		return
 	}
-	cl.timer.Reset(min(cl.idle, time.Until(cl.capAt))) // progress keeps a call alive, up to the cap
+	cl.alive() // progress keeps a call alive, up to the cap
 	cl.req.Emit(node.CallEvent{Kind: node.EventProgress, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 

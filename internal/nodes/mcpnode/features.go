@@ -212,22 +212,33 @@ func (n *Node) OnResourceUpdated(f func(uri string)) {
 }
 
 // SetLoggingLevel sets the lowest level of log messages the server sends
-// ("debug", "info", "notice", "warning", "error", …).
+// ("debug", "info", "notice", "warning", "error", …). A server of
+// 2026-07-28 has no logging/setLevel: it gets the level in the _meta of
+// every request nerve sends it from now on (protocol.go).
 func (n *Node) SetLoggingLevel(ctx context.Context, level string) error {
 	cs, err := n.session()
 	if err != nil {
 		return err
 	}
-	return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
+	if isModern(cs) {
+		n.logLevel.Store(&level)
+		return nil
+	}
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)}); err != nil {
+		return err
+	}
+	n.logLevel.Store(&level)
+	return nil
 }
 
-// Ping checks the server answers: a health check.
+// Ping checks the server answers: a health check (ping.go says how for
+// each era).
 func (n *Node) Ping(ctx context.Context) error {
 	cs, err := n.session()
 	if err != nil {
 		return err
 	}
-	return cs.Ping(ctx, nil)
+	return ping(ctx, cs)
 }
 
 // Instructions returns the server's instructions from initialize.

@@ -82,6 +82,9 @@ type guard struct {
 	// refused is told of every message refused; it returns the line to
 	// hand on instead (without newline), or nil for none.
 	refused func(*overLimit) []byte
+	// lift, if set, may rewrite a message within the limits: it returns
+	// the message to hand on instead, or nil to keep it (tasks.go).
+	lift func(msg []byte) []byte
 
 	rbuf       []byte
 	rpos, rend int
@@ -196,7 +199,11 @@ func (g *guard) endLine(newline bool) {
 			g.out = append(append(g.out, rep...), '\n')
 		}
 	default:
-		g.out = append(g.out, g.line...)
+		if out := g.lifted(checked); out != nil {
+			g.out = append(append(g.out, g.line[:g.skip]...), out...)
+		} else {
+			g.out = append(g.out, g.line...)
+		}
 		if newline {
 			g.out = append(g.out, '\n')
 		}
@@ -206,6 +213,14 @@ func (g *guard) endLine(newline bool) {
 	}
 	g.line, g.size, g.skip, g.over, g.start, g.data = g.line[:0], 0, 0, false, true, false
 	g.sc = scan{}
+}
+
+// lifted is what lift makes of the current line's message, or nil.
+func (g *guard) lifted(checked bool) []byte {
+	if g.lift == nil || !checked || g.skip > len(g.line) {
+		return nil
+	}
+	return g.lift(g.line[g.skip:])
 }
 
 // scan follows a JSON message as its bytes go by: how deep it nests, and
@@ -354,6 +369,7 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return o.errorResponse()
 		})
+		g.lift = liftMessage
 		resp.Body = g
 		if !sse {
 			resp.ContentLength = -1 // the guard may change it

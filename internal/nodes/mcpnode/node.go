@@ -29,11 +29,6 @@ import (
 // Kind is the node kind name.
 const Kind = mcpconf.Kind
 
-// ProtocolVersion is the MCP protocol version nerve asks for: the latest
-// final one. The SDK would first try a draft handshake and fall back, which
-// costs a round trip on every connect.
-const ProtocolVersion = "2025-11-25"
-
 // Defaults; see docs/mcp.md.
 const (
 	DefaultCallTimeout  = 60 * time.Second // a call with no progress for this long is cancelled
@@ -135,6 +130,10 @@ type Node struct {
 
 	subs atomic.Int32 // resource subscriptions held
 
+	// logLevel is the level SetLoggingLevel set, which a server of
+	// 2026-07-28 is sent with every request (protocol.go).
+	logLevel atomic.Pointer[string]
+
 	// idle stops the server after the idle time without a call (idle.go).
 	idle *time.Timer
 
@@ -158,6 +157,9 @@ func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 	case "", "eager", "lazy":
 	default:
 		return nil, fmt.Errorf("mcp node %q: unknown start policy %q: use eager or lazy", spec.ID, opts.Start)
+	}
+	if err := protocolOption(opts.Protocol, srv.Transport); err != nil {
+		return nil, fmt.Errorf("mcp node %q: %w", spec.ID, err)
 	}
 	if d := time.Duration(opts.StartTimeout); d > 0 {
 		cfg.startTimeout = d // option start_timeout (--start-timeout)
@@ -247,7 +249,13 @@ func (n *Node) startLocked(ctx context.Context) error {
 		n.mu.Unlock()
 		cancel(nil)
 	}()
-	c, err := n.connect(ctx)
+	c, err := n.connect(ctx, false)
+	if errors.Is(err, errRememberedVersion) && ctx.Err() == nil {
+		// The server spoke an older version before and refuses it now
+		// (it was upgraded): negotiate afresh.
+		n.log.Info("the server refused the protocol version it spoke before; negotiating", zap.Error(err))
+		c, err = n.connect(ctx, true)
+	}
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errStoppedDuringStart) {
 			// Not a fault: the person stopped it. It ends STOPPED.
@@ -275,8 +283,9 @@ func (n *Node) startLocked(ctx context.Context) error {
 }
 
 // connect makes a new connection and lists the server's tools, resources
-// and prompts. On error nothing is left running.
-func (n *Node) connect(ctx context.Context) (*conn, error) {
+// and prompts. On error nothing is left running. Probe negotiates the
+// protocol version even when the catalogue remembers one (protocol.go).
+func (n *Node) connect(ctx context.Context, probe bool) (*conn, error) {
 	srv, err := n.server.Expand(n.cfg.lookup, "")
 	if err != nil {
 		return nil, fmt.Errorf("mcp node %q: %w", n.ID(), mcpconf.Explain(err, n.env.VarsWhere()))
@@ -360,13 +369,24 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 			c.cancel()
 		}
 	})
-	cs, err := client.Connect(c.ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	version, remembered := n.askVersion(probe)
+	cs, err := client.Connect(c.ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	connected.Store(true)
 	stopTimer()
 	if err != nil {
+		if remembered && refusedVersion(err) && sctx.Err() == nil {
+			_, ferr := fail(err)
+			return nil, fmt.Errorf("%w: %v", errRememberedVersion, ferr)
+		}
 		return fail(err)
 	}
 	c.cs = cs
+	if err := n.checkVersion(cs.InitializeResult().ProtocolVersion); err != nil {
+		c.closing.Store(true)
+		c.cancel()
+		n.closeSession(ctx, c)
+		return nil, err
+	}
 	if s, ok := nerveSession(cs.InitializeResult()); ok {
 		c.closing.Store(true)
 		c.cancel()
@@ -403,7 +423,10 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 	if len(n.opts.Roots) > 0 {
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
-	return mcp.NewClient(impl, &mcp.ClientOptions{
+	// nerve polls a tool call that its server turns into a task
+	// (tasks.go).
+	caps.AddExtension(TasksExtension, map[string]any{})
+	client := mcp.NewClient(impl, &mcp.ClientOptions{
 		Capabilities: caps,
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return n.sample(ctx, c, req.Params)
@@ -425,6 +448,9 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 		LoggingMessageHandler:       onLog,
 		ProgressNotificationHandler: onProgress,
 	})
+	client.AddSendingMiddleware(n.modernMeta, taskCallMiddleware)
+	registerTaskMethods(client)
+	return client
 }
 
 func nerveVersion() string {
@@ -469,11 +495,21 @@ func nerveNode(init *mcp.InitializeResult) (string, bool) {
 // the folders on its command line with the client's roots, so offering the
 // node's cwd by default would widen (or move) what the user allowed.
 func (n *Node) setRoots(client *mcp.Client) error {
+	roots, err := n.rootList()
+	if err != nil {
+		return err
+	}
+	client.AddRoots(roots...)
+	return nil
+}
+
+// rootList is the roots the user configured, as MCP roots.
+func (n *Node) rootList() ([]*mcp.Root, error) {
 	roots := make([]*mcp.Root, 0, len(n.opts.Roots))
 	for _, r := range n.opts.Roots {
 		d, err := mcpconf.Expand(r, n.cfg.lookup)
 		if err != nil {
-			return fmt.Errorf("mcp node %q: roots: %w", n.ID(), err)
+			return nil, fmt.Errorf("mcp node %q: roots: %w", n.ID(), err)
 		}
 		if strings.HasPrefix(d, "file://") {
 			roots = append(roots, &mcp.Root{URI: d})
@@ -481,12 +517,11 @@ func (n *Node) setRoots(client *mcp.Client) error {
 		}
 		abs, err := filepath.Abs(d)
 		if err != nil {
-			return fmt.Errorf("mcp node %q: root %q: %w", n.ID(), d, err)
+			return nil, fmt.Errorf("mcp node %q: root %q: %w", n.ID(), d, err)
 		}
 		roots = append(roots, &mcp.Root{URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs)})
 	}
-	client.AddRoots(roots...)
-	return nil
+	return roots, nil
 }
 
 // httpClient returns a client that adds headers to every request,
@@ -494,14 +529,11 @@ func (n *Node) setRoots(client *mcp.Client) error {
 // (retry.go), and reads every answer through a guard (see
 // guardTransport).
 func httpClient(headers map[string]string, retry httpretry.Policy) *http.Client {
-	var base http.RoundTripper = http.DefaultTransport
-	if len(headers) > 0 {
-		h := make(http.Header, len(headers))
-		for k, v := range headers {
-			h.Set(k, v)
-		}
-		base = &headerTransport{base: base, headers: h}
+	h := make(http.Header, len(headers))
+	for k, v := range headers {
+		h.Set(k, v)
 	}
+	var base http.RoundTripper = &headerTransport{base: http.DefaultTransport, headers: h}
 	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage}}
 }
 
@@ -514,6 +546,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, vs := range t.headers {
 		req.Header[k] = vs
+	}
+	if name, ok := req.Context().Value(nameKey{}).(string); ok && req.Header.Get("Mcp-Name") == "" {
+		req.Header.Set("Mcp-Name", name) // tasks.go
 	}
 	return t.base.RoundTrip(req)
 }
@@ -733,6 +768,7 @@ func (n *Node) Info() node.Info {
 	if st := n.State(); (st == node.Created || st == node.Stopped) && n.startsLazilyLocked() {
 		d["lazy"] = true
 	}
+	d["protocol"] = n.Protocol()
 	n.pingInfoLocked(d) // ping.go
 	d["resources"] = len(n.resources)
 	d["resource_templates"] = len(n.templates)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/syncs"
@@ -15,11 +16,15 @@ import (
 
 // Hung stdio servers: a server that stops answering but keeps running
 // would stay READY until a call timed out. While it is idle nerve pings
-// it (MCP ping) every DefaultPingInterval; one that does not answer within
-// the ping timeout is ended and the node goes ERROR, from where
-// `--restart on-failure` brings it back. A server that answers the first
-// ping with "method not found" is not pinged again; option ping "off"
-// turns pinging off, a duration sets the interval.
+// it every DefaultPingInterval; one that does not answer within the ping
+// timeout is ended and the node goes ERROR, from where `--restart
+// on-failure` brings it back. A server that answers the first ping with
+// "method not found" is not pinged again; option ping "off" turns pinging
+// off, a duration sets the interval.
+//
+// MCP 2026-07-28 has no ping: a server of that era is asked
+// server/discover instead, the one request every such server answers,
+// which costs it no state and runs no tool.
 const (
 	DefaultPingInterval = 30 * time.Second
 	defaultPingTimeout  = 10 * time.Second
@@ -59,7 +64,7 @@ func (n *Node) pinger(c *conn) {
 			continue // a call is running: its own timeout watches the server
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, n.cfg.pingTimeout)
-		err := c.cs.Ping(ctx, nil)
+		err := ping(ctx, c.cs)
 		timedOut := ctx.Err() != nil && c.ctx.Err() == nil
 		cancel()
 		var werr *jsonrpc.Error
@@ -78,6 +83,16 @@ func (n *Node) pinger(c *conn) {
 			return // the connection ended; the watcher reports it
 		}
 	}
+}
+
+// ping asks the server of cs whether it is there: MCP ping, or for a
+// server of 2026-07-28, which has none, server/discover.
+func ping(ctx context.Context, cs *mcp.ClientSession) error {
+	if !isModern(cs) {
+		return cs.Ping(ctx, nil)
+	}
+	_, err := mcp.CallCustomMethod[*mcp.DiscoverParams, *mcp.DiscoverResult](ctx, cs, "server/discover", &mcp.DiscoverParams{})
+	return err
 }
 
 // hung ends a server that did not answer ping: the node goes ERROR with
