@@ -113,6 +113,7 @@ type Node struct {
 	resources     []*mcp.Resource
 	templates     []*mcp.ResourceTemplate
 	prompts       []*mcp.Prompt
+	caches        map[string]listCache // by list: tools, resources, resource_templates, prompts
 	initResult    *mcp.InitializeResult
 	lastStderr    *childproc.Ring // of the current or last process
 	pid           int
@@ -704,8 +705,10 @@ func (n *Node) scheduleRestart(c *conn) {
 	}()
 }
 
-// ListTools returns the server's tools, every page of them.
+// ListTools returns the server's tools, every page of them. A list past
+// the ttl its server gave is read again in the background (listCache).
 func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	n.refreshIfStale()
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if n.conn == nil {
@@ -769,6 +772,9 @@ func (n *Node) Info() node.Info {
 		d["lazy"] = true
 	}
 	d["protocol"] = n.Protocol()
+	if cache := n.cacheInfoLocked(); len(cache) > 0 {
+		d["cache"] = cache
+	}
 	n.pingInfoLocked(d) // ping.go
 	d["resources"] = len(n.resources)
 	d["resource_templates"] = len(n.templates)
