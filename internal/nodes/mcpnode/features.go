@@ -130,7 +130,9 @@ func (n *Node) discover(ctx context.Context, c *conn, what uint32) error {
 			}
 			if tmpl, lc, err = listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListResourceTemplatesResult, error) {
 				return cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
-			}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) { return r.ResourceTemplates, r.NextCursor }); err != nil {
+			}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+				return r.ResourceTemplates, r.NextCursor
+			}); err != nil {
 				n.log.Warn("listing resource templates", zap.Error(err))
 			} else {
 				caches["resource_templates"] = lc
