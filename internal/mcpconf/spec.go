@@ -100,6 +100,10 @@ type OAuth struct {
 	IdPIssuer       string `json:"idp_issuer,omitempty"`
 	IdPClientID     string `json:"idp_client_id,omitempty"`
 	IdPClientSecret string `json:"idp_client_secret,omitempty"`
+	// IdPTokenEndpoint is the identity provider's token endpoint, where
+	// the ID token is exchanged; empty: found in its metadata (which the
+	// Go SDK reads only from a provider that offers PKCE).
+	IdPTokenEndpoint string `json:"idp_token_endpoint,omitempty"`
 	// IDToken is the person's ID token for grant enterprise, when one is
 	// at hand ("${ID_TOKEN}"); without it the person signs in to the
 	// identity provider in a browser (`nerve node auth`).
@@ -256,8 +260,8 @@ func (o *OAuth) check() error {
 		return fmt.Errorf("oauth assertion_file %q must be an absolute path (or start with a ${VAR} such as ${HOME})", o.AssertionFile)
 	case o.Grant == "enterprise" && (o.IdPIssuer == "" || o.IdPClientID == "" || o.ClientID == ""):
 		return fmt.Errorf("oauth grant enterprise needs idp_issuer and idp_client_id (nerve's client at the identity provider) and client_id (its client at the MCP server's authorization server)")
-	case (o.IdPIssuer != "" || o.IdPClientID != "" || o.IdPClientSecret != "" || o.IDToken != "") && o.Grant != "enterprise":
-		return fmt.Errorf("oauth idp_issuer, idp_client_id, idp_client_secret and id_token are for \"grant\": \"enterprise\"; add it")
+	case (o.IdPIssuer != "" || o.IdPClientID != "" || o.IdPClientSecret != "" || o.IdPTokenEndpoint != "" || o.IDToken != "") && o.Grant != "enterprise":
+		return fmt.Errorf("oauth idp_issuer, idp_client_id, idp_client_secret, idp_token_endpoint and id_token are for \"grant\": \"enterprise\"; add it")
 	case o.Grant == "client_credentials" && (o.ClientID == "" || credentials == 0):
 		return fmt.Errorf("oauth grant client_credentials needs client_id and client_secret (e.g. \"client_secret\": \"${MY_SECRET}\"), or client_id and private_key or private_key_file")
 	case credentials > 1:

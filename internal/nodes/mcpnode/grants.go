@@ -148,11 +148,12 @@ func workloadAssertion(text, file string) asserter {
 
 // enterprise holds what grant enterprise needs of the identity provider.
 type enterprise struct {
-	idp      *oauthex.ClientCredentials
-	issuer   string
-	idToken  string // given; else a sign-in at the identity provider
-	redirect string
-	scopes   []string // at the MCP server; empty: what it asks
+	idp           *oauthex.ClientCredentials
+	issuer        string
+	tokenEndpoint string // where the ID token is exchanged; "": discovered
+	idToken       string // given; else a sign-in at the identity provider
+	redirect      string
+	scopes        []string // at the MCP server; empty: what it asks
 	// signIn is the person's step of the sign-in at the identity
 	// provider (the node's Authorizer).
 	signIn auth.AuthorizationCodeFetcher
@@ -176,14 +177,18 @@ func (e *enterprise) assertion(ctx context.Context, issuer, resource string, sco
 			return "", fmt.Errorf("the identity provider %s gave no ID token", e.issuer)
 		}
 	}
-	meta, err := auth.GetAuthServerMetadata(ctx, e.issuer, e.client)
-	if err != nil || meta == nil {
-		return "", fmt.Errorf("getting the identity provider's metadata at %s: %v", e.issuer, err)
+	endpoint := e.tokenEndpoint
+	if endpoint == "" {
+		meta, err := auth.GetAuthServerMetadata(ctx, e.issuer, e.client)
+		if err != nil || meta == nil {
+			return "", fmt.Errorf("getting the identity provider's metadata at %s: %v (set its token endpoint: oauth idp_token_endpoint)", e.issuer, err)
+		}
+		endpoint = meta.TokenEndpoint
 	}
 	if len(e.scopes) > 0 {
 		scopes = e.scopes
 	}
-	jag, err := oauthex.ExchangeToken(ctx, meta.TokenEndpoint, &oauthex.TokenExchangeRequest{
+	jag, err := oauthex.ExchangeToken(ctx, endpoint, &oauthex.TokenExchangeRequest{
 		RequestedTokenType: oauthex.TokenTypeIDJAG, Audience: issuer, Resource: resource, Scope: scopes,
 		SubjectToken: idToken, SubjectTokenType: oauthex.TokenTypeIDToken,
 	}, e.idp, e.client)

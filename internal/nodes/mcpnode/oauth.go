@@ -76,7 +76,7 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 		o = *n.opts.OAuth
 	}
 	for _, f := range []*string{&o.ClientID, &o.ClientSecret, &o.ClientMetadataURL, &o.RedirectURL, &o.PrivateKey, &o.PrivateKeyFile,
-		&o.Assertion, &o.AssertionFile, &o.IdPIssuer, &o.IdPClientID, &o.IdPClientSecret, &o.IDToken} {
+		&o.Assertion, &o.AssertionFile, &o.IdPIssuer, &o.IdPClientID, &o.IdPClientSecret, &o.IdPTokenEndpoint, &o.IDToken} {
 		v, err := mcpconf.Expand(*f, n.cfg.lookup)
 		if err != nil {
 			return nil, fmt.Errorf("mcp node %q: oauth: %w", n.ID(), err)
@@ -136,7 +136,7 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 		if o.IdPClientSecret != "" {
 			idp.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: o.IdPClientSecret}
 		}
-		e := &enterprise{idp: idp, issuer: o.IdPIssuer, idToken: o.IDToken, redirect: o.RedirectURL, scopes: o.Scopes, signIn: ask, client: client}
+		e := &enterprise{idp: idp, issuer: o.IdPIssuer, tokenEndpoint: o.IdPTokenEndpoint, idToken: o.IDToken, redirect: o.RedirectURL, scopes: o.Scopes, signIn: ask, client: client}
 		n.oauth = backcompatAuth{&jwtBearerHandler{clientID: o.ClientID, clientSecret: o.ClientSecret, client: client, assert: e.assertion, what: o.Grant}}
 		return n.oauth, nil
 	}
