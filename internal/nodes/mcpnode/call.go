@@ -60,6 +60,15 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		}
 		res, err = n.callOnce(ctx, req)
 	}
+	if askedTheOldWay(res, err) && ctx.Err() == nil && n.speakLegacy(ctx) {
+		// A server written for 2025-11-25 asked for input in the middle
+		// of the call, which 2026-07-28 forbids, and failed it there;
+		// the node now speaks 2025-11-25 and the call is sent once more.
+		// A server of 2026-07-28 is made to run a handler again up to
+		// where it asks for input (input_required), so the first run
+		// did no more than a first round of that would have.
+		res, err = n.callOnce(ctx, req)
+	}
 	n.touch()
 	return res, err
 }
@@ -148,7 +157,7 @@ func (n *Node) callTimeout() time.Duration {
 func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.CallToolResult, error) {
 	token := "nerve-" + strconv.FormatInt(n.seq.Add(1), 10)
 	idle := n.callTimeout()
-	cctx, cancel := context.WithCancelCause(ctx)
+	cctx, cancel := context.WithCancelCause(context.WithValue(ctx, callKey{}, token))
 	defer cancel(nil)
 	// One timer serves both limits: it fires at the idle deadline (moved
 	// on by progress) or at the cap, whichever is first.

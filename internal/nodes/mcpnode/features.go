@@ -430,8 +430,22 @@ func (n *Node) StderrTail() []string {
 	return r.Lines()
 }
 
-// hookCtx is ctx, ended too when the connection ends or after hookCap.
+// callKey marks the context of a call (call.go): a request for a person
+// made in it (input_required, a task's input) arose from that call.
+type callKey struct{}
+
+// hookCtx is ctx, ended too when the connection ends or after hookCap. A
+// request that arose from a call ends with it, with node.ErrCallEnded as
+// the cause, so whoever was asked can say why it was withdrawn.
 func hookCtx(ctx context.Context, c *conn) (context.Context, context.CancelFunc) {
+	if ctx.Value(callKey{}) != nil {
+		call := ctx
+		cctx, cancelCall := context.WithCancelCause(context.WithoutCancel(call))
+		stopCall := context.AfterFunc(call, func() { cancelCall(node.ErrCallEnded) })
+		ctx, cancel := context.WithTimeout(cctx, hookCap)
+		stop := context.AfterFunc(c.ctx, cancel)
+		return ctx, func() { stop(); cancel(); stopCall(); cancelCall(nil) }
+	}
 	ctx, cancel := context.WithTimeout(ctx, hookCap)
 	stop := context.AfterFunc(c.ctx, cancel)
 	return ctx, func() { stop(); cancel() }

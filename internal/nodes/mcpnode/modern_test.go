@@ -442,3 +442,45 @@ func TestProtocolOption(t *testing.T) {
 		}
 	}
 }
+
+// TestServerAskingTheOldWay: a Go SDK server written for 2025-11-25 asks
+// for sampling with a request of its own in the middle of a call; its SDK
+// offers 2026-07-28 too, where that is refused and fails the call. With
+// protocol auto, nerve then speaks 2025-11-25 with it and sends the call
+// once more: the person is asked, the call succeeds, and the catalogue
+// remembers the version. A node pinned to 2026-07-28 keeps its version.
+func TestServerAskingTheOldWay(t *testing.T) {
+	ev := newEvents()
+	h := &fakeHooks{asked: make(chan string, 4)}
+	ev.hooks = h
+	env := ev.env()
+	env.Dir = t.TempDir()
+	n, err := newNode(node.Spec{ID: "mem", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://in-memory.invalid/mcp"}`)}, env, inMemory(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, n)
+	if v := n.NegotiatedProtocolVersion(); v != ModernProtocol {
+		t.Fatalf("negotiated %s, want %s first", v, ModernProtocol)
+	}
+	res := callOK(t, n, "sample", `{"text":"q"}`, nil)
+	if got := text(t, res); got != "answer from a person" {
+		t.Errorf("sample = %q", got)
+	}
+	if v := n.NegotiatedProtocolVersion(); v != LegacyProtocol {
+		t.Errorf("after the server asked the old way the node speaks %s, want %s", v, LegacyProtocol)
+	}
+	if b, _ := os.ReadFile(n.catalogPath()); !strings.Contains(string(b), `"protocolVersion":"`+LegacyProtocol+`"`) {
+		t.Errorf("the catalogue does not remember %s", LegacyProtocol)
+	}
+
+	pinned, err := newNode(node.Spec{ID: "pin", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://in-memory.invalid/mcp","protocol":"2026-07-28"}`)}, ev.env(), inMemory(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, pinned)
+	r, err := pinned.CallTool(t.Context(), &node.CallRequest{Tool: "sample", Arguments: json.RawMessage(`{"text":"q"}`)})
+	if err != nil || !r.IsError || pinned.NegotiatedProtocolVersion() != ModernProtocol {
+		t.Errorf("pinned to 2026-07-28: %+v, %v, speaks %s; want the server's failure and 2026-07-28 kept", r, err, pinned.NegotiatedProtocolVersion())
+	}
+}

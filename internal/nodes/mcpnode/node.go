@@ -134,6 +134,9 @@ type Node struct {
 	// logLevel is the level SetLoggingLevel set, which a server of
 	// 2026-07-28 is sent with every request (protocol.go).
 	logLevel atomic.Pointer[string]
+	// legacy: the server asked for input the old way in a call of
+	// 2026-07-28; the node speaks 2025-11-25 with it (speakLegacy).
+	legacy atomic.Bool
 
 	// idle stops the server after the idle time without a call (idle.go).
 	idle *time.Timer

@@ -46,6 +46,59 @@ func protocolOption(p, transport string) error {
 // modern reports whether version is of the 2026-07-28 era.
 func modern(version string) bool { return version >= ModernProtocol }
 
+// oldWayMarker is in the Go SDK's refusal of a request a server of
+// 2026-07-28 tries to make of the client in the middle of a call (for
+// sampling, elicitation or roots), which that era forbids: such a server
+// was written for 2025-11-25 and offers 2026-07-28 only because its SDK
+// does.
+const oldWayMarker = "cannot be sent while serving a request on protocol version"
+
+// askedTheOldWay reports whether a call's outcome is that refusal: the
+// server failed the call (or its tool) where it asked for input.
+func askedTheOldWay(res *mcp.CallToolResult, err error) bool {
+	if err != nil {
+		return strings.Contains(err.Error(), oldWayMarker)
+	}
+	if res == nil || !res.IsError {
+		return false
+	}
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok && strings.Contains(t.Text, oldWayMarker) {
+			return true
+		}
+	}
+	return false
+}
+
+// speakLegacy reconnects a node of protocol auto in the 2025-11-25 era,
+// for a server that asked for input the old way in a call of 2026-07-28
+// (askedTheOldWay); the catalogue then remembers that version. It reports
+// whether the node now speaks it. Calls in flight are cancelled, as by a
+// restart.
+func (n *Node) speakLegacy(ctx context.Context) bool {
+	if p := n.opts.Protocol; p != "" && p != ProtocolAuto {
+		return false // pinned: the person chose
+	}
+	n.lifeMu.Lock()
+	defer n.lifeMu.Unlock()
+	n.mu.RLock()
+	c := n.conn
+	n.mu.RUnlock()
+	if c != nil && !isModern(c.cs) {
+		return true // another call did it meanwhile
+	}
+	n.log.Warn("the server asked for input in the middle of a call, which MCP 2026-07-28 forbids; speaking 2025-11-25 with it")
+	n.legacy.Store(true)
+	_ = n.stopLocked(ctx)
+	if err := n.startLocked(ctx); err != nil {
+		n.legacy.Store(false)
+		_ = n.stopLocked(ctx)
+		_ = n.startLocked(ctx)
+		return false
+	}
+	return true
+}
+
 // askVersion is the version connect asks for: "" lets the SDK negotiate
 // (discover, then initialize). With protocol auto a server whose
 // catalogue says it spoke an older version is asked for that version at
@@ -57,7 +110,7 @@ func (n *Node) askVersion(probe bool) (version string, remembered bool) {
 	switch p := n.opts.Protocol; {
 	case p != "" && p != ProtocolAuto:
 		return p, false
-	case n.server.Transport == "sse":
+	case n.server.Transport == "sse" || n.legacy.Load():
 		return LegacyProtocol, false
 	case probe:
 		return "", false
