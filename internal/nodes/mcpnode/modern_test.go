@@ -387,6 +387,20 @@ func TestProtocolNegotiation(t *testing.T) {
 		t.Errorf("a restart sent %v, want initialize first and no server/discover", got)
 	}
 
+	// `nerve node sync` of a stopped node negotiates afresh, though the
+	// catalogue remembers 2025-11-25.
+	n, err = newNode(spec, env, rec.config(t, LegacyProtocol))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.reset()
+	if err := n.Sync(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.seen(); len(got) == 0 || got[0] != "server/discover" {
+		t.Errorf("sync sent %v, want server/discover first", got)
+	}
+
 	// The server was upgraded to 2026-07-28 only and refuses initialize.
 	rec.refusing(true)
 	n, err = newNode(spec, env, rec.config(t, ModernProtocol))

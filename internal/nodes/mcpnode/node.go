@@ -137,6 +137,9 @@ type Node struct {
 	// legacy: the server asked for input the old way in a call of
 	// 2026-07-28; the node speaks 2025-11-25 with it (speakLegacy).
 	legacy atomic.Bool
+	// probeNext makes the next start negotiate even when the catalogue
+	// remembers a version (Sync).
+	probeNext atomic.Bool
 
 	// idle stops the server after the idle time without a call (idle.go).
 	idle *time.Timer
@@ -253,7 +256,7 @@ func (n *Node) startLocked(ctx context.Context) error {
 		n.mu.Unlock()
 		cancel(nil)
 	}()
-	c, err := n.connect(ctx, false)
+	c, err := n.connect(ctx, n.probeNext.Swap(false))
 	if errors.Is(err, errRememberedVersion) && ctx.Err() == nil {
 		// The server spoke an older version before and refuses it now
 		// (it was upgraded): negotiate afresh.
