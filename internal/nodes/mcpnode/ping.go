@@ -98,8 +98,12 @@ func ping(ctx context.Context, cs *mcp.ClientSession) error {
 // hung ends a server that did not answer ping: the node goes ERROR with
 // the reason and, with restart on-failure, comes back.
 func (n *Node) hung(c *conn) {
-	msg := fmt.Sprintf("the server stopped answering: no reply to ping within %v while idle, though its process (pid %d) was still running; nerve ended it (`nerve node restart %s` starts it again; option ping off for a server that does not answer ping)",
-		n.cfg.pingTimeout, c.proc.Pid(), n.ID())
+	what := "ping"
+	if isModern(c.cs) {
+		what = "server/discover (its liveness check: MCP 2026-07-28 has no ping)"
+	}
+	msg := fmt.Sprintf("the server stopped answering: no reply to %s within %v while idle, though its process (pid %d) was still running; nerve ended it (`nerve node restart %s` starts it again; option ping off for a server that does not answer ping)",
+		what, n.cfg.pingTimeout, c.proc.Pid(), n.ID())
 	msg += c.proc.StderrTail(10)
 	c.closing.Store(true) // the fault is reported here, not by the watcher
 	if n.Machine.ToIf(node.Error, msg, node.Ready, node.Busy) != nil {
