@@ -270,14 +270,6 @@ func (t *task) poll() time.Duration {
 	return min(max(time.Duration(ms*float64(time.Millisecond)), minTaskPoll), maxTaskPoll)
 }
 
-func (t *task) terminal() bool {
-	switch t.Status {
-	case "completed", "failed", "cancelled":
-		return true
-	}
-	return false
-}
-
 // registerTaskMethods lets client send the task methods.
 func registerTaskMethods(client *mcp.Client) {
 	// The errors are for a name of a standard method, which these are not.
