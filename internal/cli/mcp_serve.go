@@ -10,6 +10,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/client"
 )
 
 func mcpCmd() *Command {
@@ -23,7 +24,7 @@ for configs of Claude Code, Claude Desktop and VS Code.`,
 			{
 				Name:    "serve",
 				Summary: "serve the session (or one node) as an MCP server on stdio",
-				Usage:   "mcp serve [-s SESSION] [--node NAME] [--names qualified|llm] [--tools GLOBS] [--read-only] [--discover] [--manage]",
+				Usage:   "mcp serve [-s SESSION] [--node NAME] [--names qualified|llm] [--tools GLOBS] [--read-only] [--discover] [--code] [--manage]",
 				Help: `Speaks MCP on stdin/stdout, backed by the daemon (started if needed), so
 that {"command": "nerve", "args": ["mcp", "serve"]} in any MCP config gives
 that client the session: every tool of every ready node as node.tool, the
@@ -47,6 +48,12 @@ only the tools their server marks readOnlyHint.
 tools by what they do), describe_tool and call_tool, for sessions with
 more tools than a model should read on every request.
 
+--code serves run_script instead of every tool (beside the three above with
+--discover): the model writes one Starlark script that calls the tools as
+functions (fs.read_text_file(path="a.txt")), and only its result comes
+back (docs/code-mode.md). The script sees and calls only the tools this
+client may see.
+
 --manage adds list_nodes (the nodes, their states and last errors) and
 restart_node, so a model can see why a server died and bring it back.`,
 				Flags: []*Flag{
@@ -55,6 +62,7 @@ restart_node, so a model can see why a server died and bring it back.`,
 					{Name: "tools", Value: "GLOBS", Usage: "only these tools: globs over node.tool, ! to exclude ('fs.*,!fs.write_*')"},
 					{Name: "read-only", Usage: "only tools annotated readOnlyHint"},
 					{Name: "discover", Usage: "serve search_tools, describe_tool and call_tool instead of every tool"},
+					{Name: "code", Usage: "serve run_script (a script that calls the tools) instead of every tool"},
 					{Name: "manage", Usage: "add list_nodes and restart_node"},
 				},
 				Complete: "node",
@@ -63,17 +71,18 @@ restart_node, so a model can see why a server died and bring it back.`,
 			{
 				Name:    "url",
 				Summary: "print the session's streamable HTTP endpoint and its bearer token",
-				Usage:   "mcp url [-s SESSION] [--node NAME] [--names qualified|llm] [--tools GLOBS] [--read-only] [--discover] [--manage]",
+				Usage:   "mcp url [-s SESSION] [--node NAME] [--names qualified|llm] [--tools GLOBS] [--read-only] [--discover] [--code] [--manage]",
 				Help: `Prints two lines: the URL, then the token to send as
 "Authorization: Bearer TOKEN". The endpoint listens on 127.0.0.1 only.
 The flags are those of ` + "`nerve mcp serve`" + `, put in the URL's query
-(?tools=GLOBS&discover=1).`,
+(?tools=GLOBS&discover=1&code=1).`,
 				Flags: []*Flag{
 					{Name: "node", Value: "NAME", Usage: "the endpoint of node NAME alone"},
 					{Name: "names", Value: "qualified|llm", Usage: "tool names: node.tool (default) or node__tool"},
 					{Name: "tools", Value: "GLOBS", Usage: "only these tools: globs over node.tool, ! to exclude"},
 					{Name: "read-only", Usage: "only tools annotated readOnlyHint"},
 					{Name: "discover", Usage: "search_tools, describe_tool and call_tool instead of every tool"},
+					{Name: "code", Usage: "run_script (a script that calls the tools) instead of every tool"},
 					{Name: "manage", Usage: "add list_nodes and restart_node"},
 				},
 				Run: runMCPURL,
@@ -97,17 +106,31 @@ func runMCPServe(ctx context.Context, env *Env, inv *Invocation) error {
 		env.conn = &connState{}
 	}
 	env.conn.loginPath = true
-	s, err := env.session(ctx)
+	id := inv.Flag("node")
+	r, err := env.remote()
 	if err != nil {
 		return err
 	}
-	id := inv.Flag("node")
-	if id != "" {
-		if _, err := s.Node(ctx, id); err != nil {
+	var s *client.Session
+	if r != nil {
+		// Through ssh each connection is an ssh process: the upgrade below
+		// is the only one (the host starts its daemon for it), and the
+		// daemon's answer to it names a missing session or node.
+		c := env.newRemoteClient(r, true) // context.go
+		env.conn.client = c
+		s = c.Session(env.SessionName())
+	} else {
+		if s, err = env.session(ctx); err != nil {
 			return err
 		}
-	} else if _, err := s.Nodes(ctx); err != nil {
-		return err
+		if id != "" {
+			_, err = s.Node(ctx, id)
+		} else {
+			_, err = s.Nodes(ctx)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	// The daemon serves MCP on the connection itself; this process only
 	// relays bytes, so a message costs no decode, encode or extra request
@@ -130,6 +153,7 @@ func serveOptions(inv *Invocation) (api.MCPServe, error) {
 	o := api.MCPServe{
 		Names: inv.Flag("names"), Tools: inv.Flag("tools"),
 		ReadOnly: inv.Bool("read-only"), Discover: inv.Bool("discover"), Manage: inv.Bool("manage"),
+		Code: inv.Bool("code"),
 	}
 	check := mcpserver.Options{Names: o.Names, Tools: o.Tools}
 	if err := check.Validate(); err != nil {

@@ -433,3 +433,56 @@ func diff(want, got any) string {
 	}
 	return fmt.Sprintf("want %#v\n got %#v", want, got)
 }
+
+// TestGlobals: data a host gives a script (a graph step's inputs and
+// results) is read by name, frozen, and hides a node of the same name.
+func TestGlobals(t *testing.T) {
+	f := standardFake()
+	opts := &Options{Tools: f, Globals: map[string]any{
+		"inputs": map[string]any{"dir": "/notes", "n": 3},
+		"steps":  map[string]any{"list": map[string]any{"text": "a\nb", "structured": []any{"a", "b"}}},
+		"sh":     "shadowed",
+	}}
+	res, err := Run(context.Background(), `result = [inputs["dir"], inputs["n"] + 1, steps["list"]["structured"], sh, tool("sh.bash", command="x")]`, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(res.Value); string(got) != `["/notes",4,["a","b"],"shadowed","ran x"]` {
+		t.Errorf("result %s", got)
+	}
+	_, err = Run(context.Background(), `inputs["dir"] = "/etc"`, opts)
+	if err == nil || !strings.Contains(err.Error(), "frozen") {
+		t.Errorf("changing a global: %v, want a frozen error", err)
+	}
+	if err := Check(context.Background(), `x = steps["list"]`, opts); err != nil {
+		t.Errorf("Check with globals: %v", err)
+	}
+	if err := Check(context.Background(), `x = gh.create_issue(title="t")`, &Options{Tools: f, Assume: []string{"gh"}}); err != nil {
+		t.Errorf("Check with an assumed node: %v", err)
+	}
+	if _, err := Run(context.Background(), `x = 1`, &Options{Tools: f, Globals: map[string]any{"json": 1}}); err == nil {
+		t.Error("a global named like a builtin was accepted")
+	}
+}
+
+// TestReads: the keys a script reads a global with, written out, and the
+// first use that hides them.
+func TestReads(t *testing.T) {
+	u, err := Reads("a = steps[\"x\"][\"text\"]\nb = steps.get(\"y\")\nfor k in inputs:\n    print(k)\n", "steps", "inputs", "item")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := u["steps"]; len(got.Reads) != 2 || got.Reads[0] != (Read{"x", 1, 11}) || got.Reads[1].Key != "y" || got.Other != nil {
+		t.Errorf("steps: %+v", got)
+	}
+	if got := u["inputs"]; len(got.Reads) != 0 || got.Other == nil || *got.Other != (Read{"", 3, 10}) {
+		t.Errorf("inputs: %+v", got)
+	}
+	if got := u["item"]; len(got.Reads) != 0 || got.Other != nil {
+		t.Errorf("item: %+v", got)
+	}
+	var e *Error
+	if _, err := Reads("x = (", "steps"); !errors.As(err, &e) || e.Line != 1 {
+		t.Errorf("a syntax error: %v", err)
+	}
+}

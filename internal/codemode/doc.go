@@ -13,8 +13,11 @@
 // Run runs a script, Check compiles one without running it, Tool builds
 // the run_script meta-tool whose description lists the visible tools as
 // Python-like signatures, and ToolResult turns a run into the
-// *mcp.CallToolResult every surface answers with. The daemon (`nerve
-// script`), the MCP server (run_script) and node kinds (a graph's script
-// step, an llm node offering run_script) import it; it imports pkg/node
-// and internal/suggest only. docs/code-mode.md is the user's page.
+// *mcp.CallToolResult every surface answers with; Reads tells which keys
+// a script reads a global with (a graph's script step waits for the
+// steps it names). The daemon (`nerve script`), the MCP server
+// (run_script of `nerve mcp serve --code`), the graph language and
+// runtime (script steps), the llm kind (`--code`) and the planner
+// (`nerve plan`) import it; it imports pkg/node and internal/suggest
+// only. docs/code-mode.md is the user's page.
 package codemode

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -93,6 +94,16 @@ type Options struct {
 	// Observe, if set, hears of each tool call as it ends, as a
 	// node.EventStep with Step "script" (serialised: never two at once).
 	Observe func(node.CallEvent)
+	// Globals are values the script reads by name, given as data (a
+	// graph step's inputs and earlier results): JSON-like Go values,
+	// frozen, so a script can read them but not change them. A global
+	// hides a node of the same name (tool("node.tool") still reaches it).
+	// A name must be an identifier and not a builtin's.
+	Globals map[string]any
+	// Assume names nodes that Check takes as defined although none of
+	// their tools is visible (nodes down now, whose tools cannot be
+	// listed), so a script that uses them compiles.
+	Assume []string
 }
 
 // Result is what a run produced; on a script error it holds what was
@@ -221,6 +232,9 @@ func newRunID() string {
 // compile parses, checks and compiles src (rewrite.go guards its
 // operations).
 func (r *run) compile(src string) (*starlark.Program, error) {
+	if err := r.setGlobals(); err != nil {
+		return nil, err
+	}
 	f, err := fileOptions.Parse(r.file, src, 0)
 	if err != nil {
 		return nil, r.syntaxError(err)
@@ -233,6 +247,33 @@ func (r *run) compile(src string) (*starlark.Program, error) {
 		return nil, r.syntaxError(err)
 	}
 	return prog, nil
+}
+
+// setGlobals adds Options.Globals to what the script sees, frozen, and
+// the names of Options.Assume.
+func (r *run) setGlobals() error {
+	names := make([]string, 0, len(r.opts.Globals))
+	for name := range r.opts.Globals {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if identifier(name) != name || reserved[name] || starlark.Universe.Has(name) {
+			return &Error{Msg: fmt.Sprintf("codemode: global %q is not an identifier free for a script's data", name), filename: r.file}
+		}
+		v, err := r.fromGo(r.opts.Globals[name])
+		if err != nil {
+			return &Error{Msg: fmt.Sprintf("the script's global %s: %v", name, err), filename: r.file}
+		}
+		v.Freeze()
+		r.env.predeclared[name] = v
+	}
+	for _, name := range r.opts.Assume {
+		if id := identifier(name); id != "" && !r.env.predeclared.Has(id) {
+			r.env.predeclared[id] = starlark.None
+		}
+	}
+	return nil
 }
 
 // exec runs src and returns its globals.

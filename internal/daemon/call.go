@@ -93,7 +93,7 @@ func (cs *callStream) write(batch []sendq.Item[[]byte]) {
 func (cs *callStream) writeSkipped(n int) {
 	msg := fmt.Sprintf("nerve skipped %d events of this call: its client did not read them in time (was it suspended?)", n)
 	data, _ := json.Marshal(msg)
-	b, _ := json.Marshal(&api.CallLine{CallEvent: node.CallEvent{Kind: api.EventLog, Level: "warning", Logger: "nerve", Text: msg, Data: data}})
+	b, _ := json.Marshal(&api.CallLine{CallEvent: node.CallEvent{Kind: api.EventLog, Level: "warning", Logger: "nerve", Text: msg, Data: data}, Skipped: n})
 	_, _ = cs.w.Write(append(b, '\n'))
 }
 
@@ -191,6 +191,11 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if req.Tool == "" {
+			// A node that is not running: say what its tools are worth
+			// before them (commander.NodeNote), as a state line.
+			if info, err := s.Info(id); err == nil && commander.NodeNote(info) != "" {
+				cs.send(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineState}, To: info.State.String(), Reason: commander.NodeNote(info)})
+			}
 			cs.sendTools(tools)
 			return
 		}

@@ -40,6 +40,10 @@ func stepLevels(d *graphlang.Def) map[string]int {
 	return level
 }
 
+// maxIndent is the deepest level Text indents: deeper levels are drawn at
+// it.
+const maxIndent = 8
+
 // Text draws d's steps by level, each with what it calls and what it
 // waits for; states, if given, adds each step's state and time from a run.
 func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) {
@@ -53,6 +57,11 @@ func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) 
 		width = max(width, len(s.ID))
 	}
 	fmt.Fprintf(w, "graph %s: %d steps\n", name, len(d.Steps))
+	if maxL > maxIndent {
+		// A long chain indented a level more per step: a 1,000-step chain
+		// drew lines of 3,000 characters (issue 27).
+		fmt.Fprintf(w, "(%d levels: those past %d are drawn at %d; each step names the steps it waits for)\n", maxL+1, maxIndent, maxIndent)
+	}
 	for l := 0; l <= maxL; l++ {
 		var row []*graphlang.Step
 		for _, s := range d.Steps {
@@ -68,11 +77,7 @@ func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) 
 			if len(row) == 1 {
 				branch = "──"
 			}
-			what := s.Call
-			if s.Call == "" {
-				what = "ask"
-			}
-			line := fmt.Sprintf("%s%s %-*s  %s", strings.Repeat("   ", l), branch, width, s.ID, what)
+			line := fmt.Sprintf("%s%s %-*s  %s", strings.Repeat("   ", min(l, maxIndent)), branch, width, s.ID, what(s))
 			if len(s.Deps) > 0 {
 				line += "  ← " + strings.Join(s.Deps, ", ")
 			}
@@ -84,15 +89,23 @@ func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) 
 	}
 }
 
+// what is what a step does, in a word: its call, "script" or "ask".
+func what(s *graphlang.Step) string {
+	switch {
+	case s.Call != "":
+		return s.Call
+	case s.Script != "":
+		return "script"
+	}
+	return "ask"
+}
+
 // Dot is d as Graphviz dot.
 func Dot(name string, d *graphlang.Def) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "digraph %q {\n  rankdir=LR;\n", name)
 	for _, s := range d.Steps {
-		label := s.ID + "\\n" + s.Call
-		if s.Call == "" {
-			label = s.ID + "\\nask"
-		}
+		label := s.ID + "\\n" + what(s)
 		fmt.Fprintf(&b, "  %q [label=\"%s\"];\n", s.ID, strings.ReplaceAll(label, `"`, `\"`))
 	}
 	for _, s := range d.Steps {
@@ -109,11 +122,7 @@ func Mermaid(d *graphlang.Def) string {
 	var b strings.Builder
 	b.WriteString("flowchart LR\n")
 	for _, s := range d.Steps {
-		what := s.Call
-		if what == "" {
-			what = "ask"
-		}
-		fmt.Fprintf(&b, "  %s[\"%s<br/>%s\"]\n", s.ID, s.ID, what)
+		fmt.Fprintf(&b, "  %s[\"%s<br/>%s\"]\n", s.ID, s.ID, what(s))
 	}
 	for _, s := range d.Steps {
 		for _, dep := range s.Deps {

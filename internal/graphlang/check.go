@@ -335,6 +335,7 @@ func Check(ctx context.Context, spec node.Spec, c *node.Catalogue) ([]string, er
 	if errors.As(CheckCalls(d, spec.ID, c.Tools, graphs, c.Down), &es) {
 		all = append(all, es...)
 	}
+	all = append(all, checkScripts(ctx, d, spec.ID, c.Tools, c.Down)...)
 	if len(all) > 0 {
 		return nil, &Mistakes{Graph: spec.ID, Err: Sorted(all)}
 	}

@@ -2,12 +2,14 @@
 // definition in YAML or JSON (docs/graphs.md), read with line:column
 // positions so a person is told where a mistake is (Parse); its ${...}
 // references and templates and their evaluation against a run's values
-// (Scope); `when:` conditions (Expr); the checks run when a graph is added
-// or replaced (Check: calls against the session's tools, cycles through
-// other graphs, the shell commands of shell.go); and AddStep, the REPL's
-// graph builder. It runs nothing: the runtime is internal/nodes/graph, and
-// internal/graphdraw draws a definition. It imports pkg/node and the MCP
-// vocabulary, never the session or another kind.
+// (Scope); `when:` conditions (Expr); script steps (script.go: their
+// scripts compiled by internal/codemode); the checks run when a graph is
+// added or replaced (Check: calls against the session's tools, cycles
+// through other graphs, the shell commands of shell.go, the scripts); and
+// AddStep, the REPL's graph builder. It runs nothing: the runtime is
+// internal/nodes/graph, and internal/graphdraw draws a definition. It
+// imports pkg/node, internal/codemode and the MCP vocabulary, never the
+// session or another kind.
 package graphlang
 
 import (
@@ -95,6 +97,10 @@ type Step struct {
 	Default     any
 	HasDefault  bool
 	Ask         *Template // the question of a human gate
+	// Script is a code-mode script (Starlark, internal/codemode) the
+	// step runs instead of a call: it reads inputs, the results of the
+	// steps it names (steps["read"]) and, under foreach, item as data.
+	Script string
 	// UnsafeShell lets the step's values reach its shell command or argv
 	// where they can run as code (docs/graphs.md, "Values and the shell").
 	UnsafeShell bool
@@ -102,9 +108,12 @@ type Step struct {
 	// Deps are the steps this one waits for: references and After.
 	Deps []string
 
-	// CallPos is where the step's call is written.
+	// CallPos is where the step's call is written (its script, for a
+	// script step).
 	CallPos Pos
 	argsPos Pos
+	// script places the script's lines in the graph's source.
+	script scriptPlace
 }
 
 // Def is a parsed graph.
@@ -147,7 +156,7 @@ func ParseAll(src []byte) (*Def, error) {
 	if len(doc.Content) == 0 {
 		return nil, Errors{{Msg: "the graph is empty: it needs at least `steps:`"}}
 	}
-	p := &parser{}
+	p := &parser{src: src}
 	d := p.def(doc.Content[0])
 	d.src = string(src)
 	p.link(d)
@@ -158,7 +167,10 @@ func ParseAll(src []byte) (*Def, error) {
 	return d, nil
 }
 
-type parser struct{ errs Errors }
+type parser struct {
+	src  []byte
+	errs Errors
+}
 
 func pos(n *yaml.Node) Pos { return Pos{n.Line, n.Column} }
 
@@ -238,7 +250,7 @@ func (p *parser) unknown(k *yaml.Node, what string, known []string) {
 var (
 	graphFields = []string{"description", "inputs", "steps", "output", "max_parallel"}
 	inputFields = []string{"type", "description", "default", "required"}
-	stepFields  = []string{"call", "args", "after", "when", "foreach", "max_parallel", "timeout", "retry", "on_error", "default", "ask", "description", "unsafe_shell"}
+	stepFields  = []string{"call", "args", "after", "when", "foreach", "max_parallel", "timeout", "retry", "on_error", "default", "ask", "script", "description", "unsafe_shell"}
 	retryFields = []string{"attempts", "backoff"}
 	inputTypes  = []string{"string", "number", "integer", "boolean", "object", "array"}
 )
@@ -393,6 +405,10 @@ func (p *parser) step(s *Step, n *yaml.Node) {
 			s.Default, s.HasDefault = p.value(v), true
 		case "ask":
 			s.Ask = p.template(v, true)
+		case "script":
+			s.Script, _ = p.str(v, what+": script")
+			s.CallPos = pos(v)
+			s.script = p.placeScript(v)
 		case "unsafe_shell":
 			if v.Decode(&s.UnsafeShell) != nil {
 				p.errorf(v, "%s: unsafe_shell must be true or false", what)
@@ -402,13 +418,23 @@ func (p *parser) step(s *Step, n *yaml.Node) {
 			p.unknown(k, what, stepFields)
 		}
 	}
+	does := 0
+	for _, b := range []bool{s.Call != "", s.Ask != nil, s.Script != ""} {
+		if b {
+			does++
+		}
+	}
 	switch {
-	case s.Call == "" && s.Ask == nil && n.Kind == yaml.MappingNode:
-		p.errorf(n, "%s needs `call: node.tool` (or `ask:` for a question to the person)", what)
-	case s.Call != "" && s.Ask != nil:
-		p.errorf(n, "%s has both `call:` and `ask:`; a step does one of them", what)
+	case does == 0 && n.Kind == yaml.MappingNode:
+		p.errorf(n, "%s needs `call: node.tool` (or `ask:` for a question to the person, or `script:` for a script)", what)
+	case does > 1:
+		p.errorf(n, "%s has more than one of `call:`, `ask:` and `script:`; a step does one of them", what)
 	case s.Ask != nil && s.Args != nil:
 		p.errorf(n, "%s: an `ask:` step takes no args", what)
+	case s.Script != "" && s.Args != nil:
+		p.errorf(n, "%s: a `script:` step takes no args: its script reads inputs[\"K\"] and steps[\"ID\"] itself", what)
+	case s.Script != "" && s.UnsafeShell:
+		p.errorf(n, "%s: unsafe_shell is for a call's arguments; a script passes its values to tools as data", what)
 	}
 }
 
@@ -466,6 +492,9 @@ func (p *parser) link(d *Def) {
 		check(s.Foreach, s, false, seen)
 		check(s.Args, s, s.Foreach != nil, seen)
 		check(s.Ask, s, s.Foreach != nil, seen)
+		if s.Script != "" {
+			p.scriptReads(d, s, inputs, stepIDs, seen)
+		}
 		if s.When != nil {
 			for _, r := range s.When.refs {
 				p.checkRef(r, s.Pos, d, inputs, stepIDs, s, s.Foreach != nil, seen)

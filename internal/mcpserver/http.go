@@ -59,7 +59,7 @@ type HTTPOptions struct {
 //	/mcp/SESSION/node/NODE     node NODE alone, unprefixed, all its capabilities
 //
 // and the query chooses as `nerve mcp serve`'s flags do: ?tools=GLOBS,
-// ?read_only=1, ?discover=1, ?manage=1 (ParseQuery).
+// ?read_only=1, ?discover=1, ?manage=1, ?code=1 (ParseQuery).
 //
 // Every request must come to a loopback Host with no foreign Origin
 // (DNS-rebinding protection, 403) and carry the bearer token (401). Close
@@ -83,6 +83,7 @@ type HTTPHandler struct {
 type serverKey struct {
 	session, node, names, tools string
 	readOnly, discover, manage  bool
+	code                        bool
 }
 
 // httpServer is one Server and the SDK handler in front of it.
@@ -149,7 +150,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key.names, key.tools = cmp.Or(o.Names, NamesQualified), o.Tools
-	key.readOnly, key.discover, key.manage = o.ReadOnly, o.Discover, o.Manage
+	key.readOnly, key.discover, key.manage, key.code = o.ReadOnly, o.Discover, o.Manage, o.Code
 	if r.Body != nil {
 		r.Body = http.MaxBytesReader(w, r.Body, h.opts.MaxBody)
 	}
@@ -201,13 +202,14 @@ func (h *HTTPHandler) authorized(r *http.Request) bool {
 
 // ParseQuery reads a client's choices from a URL query (the HTTP
 // endpoint's and the daemon's …/mcp/stdio route): ?names=llm,
-// ?tools=GLOBS, ?read_only=1, ?discover=1, ?manage=1. Node is not read.
+// ?tools=GLOBS, ?read_only=1, ?discover=1, ?manage=1, ?code=1. Node is
+// not read.
 func ParseQuery(q url.Values) (Options, error) {
 	o := Options{Names: q.Get("names"), Tools: q.Get("tools")}
 	if err := o.Validate(); err != nil {
 		return Options{}, err
 	}
-	for name, p := range map[string]*bool{"read_only": &o.ReadOnly, "discover": &o.Discover, "manage": &o.Manage} {
+	for name, p := range map[string]*bool{"read_only": &o.ReadOnly, "discover": &o.Discover, "manage": &o.Manage, "code": &o.Code} {
 		v, err := flag(q, name)
 		if err != nil {
 			return Options{}, err
@@ -270,7 +272,7 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 	}
 	s := New(NewSessionBackend(sess), &Options{
 		Node: key.node, Names: key.names, Tools: key.tools,
-		ReadOnly: key.readOnly, Discover: key.discover, Manage: key.manage,
+		ReadOnly: key.readOnly, Discover: key.discover, Manage: key.manage, Code: key.code,
 		Version: h.opts.Version, Logger: h.log,
 	})
 	if err := h.makeRoomLocked(); err != nil {

@@ -44,6 +44,10 @@ type Options struct {
 	Discover bool
 	// Manage adds list_nodes and restart_node (issue 19).
 	Manage bool
+	// Code serves run_script, a Starlark script over the exposed tools,
+	// instead of the tools themselves (beside the discovery tools with
+	// Discover): code mode, issue 30 (code.go).
+	Code bool
 	// Version is nerve's version, reported as the server's.
 	Version string
 	// Logger receives the server's logs; nil discards them.
@@ -235,6 +239,9 @@ func (s *Server) Sync(ctx context.Context) {
 	if s.opts.Discover {
 		s.setCatalog(want)
 		want = s.discoveryTools(exp)
+	}
+	if s.opts.Code {
+		want = s.codeTools(ctx, exp, want)
 	}
 	if s.opts.Manage {
 		maps.Copy(want, s.manageTools(exp))

@@ -46,7 +46,7 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.last.Store(req.Session) },
-		// The draft protocol 2026-07-28 forbids requests to the client while
+		// The current protocol, 2026-07-28, forbids requests to the client while
 		// serving one (SEP-2322 wants them returned as input requests), but
 		// a node's server asks for sampling or elicitation in the middle of
 		// a call: offer the versions up to 2025-11-25, which every client
@@ -57,6 +57,9 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		o.Instructions = "The tools of a nerve session: each is named node.tool after the node (a bash shell, an MCP server, Claude Code, an agent) that provides it."
 		if s.opts.Discover {
 			o.Instructions += " They are not listed: find them with search_tools (a query in words), then call one with call_tool."
+		}
+		if s.opts.Code {
+			o.Instructions += " run_script runs a Starlark script that calls them as functions (node.tool(arg=value)) and answers with its result only: one request for a task of many calls."
 		}
 		if s.opts.Manage {
 			o.Instructions += " list_nodes shows the nodes and why one failed; restart_node brings one back."

@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -94,6 +95,12 @@ func (r *repl) show(ln *commander.Line, res *mcp.CallToolResult, err error, took
 	}
 	opts := commander.RenderOptions{Style: r.style, HideStructuredBesideText: true}
 	rd := commander.RenderResult(res, opts)
+	if st.gap {
+		// What was streamed has holes: it is neither shown as the output
+		// nor saved as it; the result, which is whole, is.
+		fmt.Fprintln(r.out, paint(r.style, r.style.Dim, "(this terminal fell behind and missed some of the streamed text; the whole result follows)"))
+		st = streamed{}
+	}
 	if st.cut {
 		r.showStreamCut(st)
 	}
@@ -171,10 +178,12 @@ type status struct {
 	streamed strings.Builder
 	printed  int  // bytes of streamed text printed
 	cut      bool // streamed text past commander.DefaultMaxBytes was not printed
+	gap      bool // the daemon dropped events this terminal did not read in time
 	frame    int
 	paused   bool     // a request from a server is being answered
 	held     []string // log and step lines held back meanwhile
 	graph    graphSteps
+	steps    callview.Steps // an agent's steps, worded
 }
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -209,13 +218,16 @@ func (s *status) event(l api.CallLine) {
 			s.midLine = !strings.HasSuffix(text, "\n")
 		}
 	case node.EventLog:
+		if l.Skipped > 0 {
+			s.gap = true // the streamed text lacks what the daemon dropped
+		}
 		data := strings.TrimSpace(string(l.Data))
 		s.sideLineLocked(fmt.Sprintf("[%s] %s", l.Level, data))
 	case node.EventStep:
 		if l.Step == "graph" {
 			s.graph.update(l.Data)
 		}
-		if line := stepLine(l); line != "" {
+		if line := s.stepLine(l); line != "" {
 			s.sideLineLocked(line)
 		}
 	}
@@ -234,26 +246,17 @@ func (s *status) sideLineLocked(line string) {
 	fmt.Fprintln(s.r.errOut, paint(s.r.style, s.r.style.Dim, line))
 }
 
-// stepLine is one line for a structured step of an agent (tool use, tool
-// result, usage), or "" for steps not worth a line.
-func stepLine(l api.CallLine) string {
-	data := strings.TrimSpace(string(l.Data))
-	if len(data) > 160 {
-		data = data[:157] + "..."
-	}
-	switch l.Step {
-	case "graph":
+// stepLine is one line for a graph's step or an agent's (a tool call, its
+// result, thinking, tokens used), or "" for a step not worth a line.
+func (s *status) stepLine(l api.CallLine) string {
+	if l.Step == "graph" {
+		var ev api.StepEvent
+		if json.Unmarshal(l.Data, &ev) == nil && ev.State == api.StepAsked && strings.Contains(ev.Reason, "("+whoAmI()+")") {
+			return "" // the question is on this screen
+		}
 		return callview.GraphStepLine(l.Data)
-	case "tool_call", "tool_use":
-		return "→ " + data
-	case "tool_result":
-		return "← " + data
-	case "thinking":
-		return "… " + data
-	case "":
-		return ""
 	}
-	return l.Step + " " + data
+	return s.steps.Line(l.Step, l.Data)
 }
 
 func (s *status) draw() {
@@ -342,7 +345,7 @@ func progressBar(progress, total float64) string {
 func (s *status) streamedText() streamed {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return streamed{text: s.streamed.String(), printed: s.printed, cut: s.cut}
+	return streamed{text: s.streamed.String(), printed: s.printed, cut: s.cut, gap: s.gap}
 }
 
 // streamed is the text a call streamed while it ran.
@@ -350,6 +353,7 @@ type streamed struct {
 	text    string
 	printed int
 	cut     bool
+	gap     bool // the daemon dropped some of it: only the result is whole
 }
 
 // afterStreamed returns res without the text that was already streamed

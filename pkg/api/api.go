@@ -178,6 +178,11 @@ type CallLine struct {
 	// Tools is the node's tools (a JSON list of MCP tools) on a LineTools
 	// line.
 	Tools json.RawMessage `json:"tools,omitempty"`
+	// Skipped, on the daemon's warning log line, is how many events of
+	// the call it dropped just before this line because the client did
+	// not read them in time: text streamed so far has a gap, and only the
+	// result is whole.
+	Skipped int `json:"skipped,omitempty"`
 }
 
 // NodeResponse answers add, replace and restart with the node's Info

@@ -87,6 +87,9 @@ type MCPServe struct {
 	Discover bool
 	// Manage adds list_nodes and restart_node (?manage=1).
 	Manage bool
+	// Code serves run_script, a script over the tools, instead of the
+	// tools (beside the discovery tools with Discover) (?code=1).
+	Code bool
 }
 
 // Query returns o as URL query parameters.
@@ -97,7 +100,7 @@ func (o MCPServe) Query() url.Values {
 			q.Set(k, v)
 		}
 	}
-	for k, v := range map[string]bool{"read_only": o.ReadOnly, "discover": o.Discover, "manage": o.Manage} {
+	for k, v := range map[string]bool{"read_only": o.ReadOnly, "discover": o.Discover, "manage": o.Manage, "code": o.Code} {
 		if v {
 			q.Set(k, "1")
 		}

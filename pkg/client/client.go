@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -54,6 +55,10 @@ type Options struct {
 	// Caller names this client in the call log (api.HeaderCaller): "cli",
 	// "repl", or a program's name; empty logs its calls as "api".
 	Caller string
+	// CallMeta, if set, is sent as the _meta of every call this client
+	// makes (api.CallRequest.Meta), beside a call's own: a client run
+	// inside a node's call says so (node.FromCallMetaKey).
+	CallMeta map[string]any
 	// OneShot makes each request on a connection of its own, with no pool
 	// and no goroutine of the client's: the cheapest start for a process
 	// that makes a request or two and exits (`nerve call`).
@@ -147,7 +152,9 @@ func (c *Client) sendWith(ctx context.Context, method, path string, hdr http.Hea
 		}
 	}
 	resp, err := c.sendOnce(ctx, method, path, hdr, body != nil, data)
-	if err != nil && c.opts.Revive != nil && unsent(method, err) && ctx.Err() == nil && revives(ctx) {
+	// A daemon through ssh that ssh could not reach is not revived: ssh
+	// would fail the same way again.
+	if err != nil && c.opts.Revive != nil && unsent(method, err) && sshError(err) == nil && ctx.Err() == nil && revives(ctx) {
 		if rerr := c.opts.Revive(ctx); rerr != nil {
 			return nil, rerr
 		}
@@ -230,6 +237,9 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Hea
 			return nil, ctx.Err()
 		}
 		err = unwrapURL(err)
+		if se := sshError(err); se != nil {
+			return nil, se // its message says what failed and what to do
+		}
 		if conn != nil && !conn.wrote.Load() {
 			err = &notSentError{err}
 		}
@@ -381,6 +391,16 @@ func (s *Session) AddNode(ctx context.Context, spec api.Spec) (api.NodeResponse,
 	return r, err
 }
 
+// CheckNode checks spec as AddNode would — its id free, its kind's check
+// (a graph's mistakes, each at LINE:COLUMN) — and adds nothing: the
+// check's warnings, or the error AddNode would answer (ErrBadRequest,
+// ErrExists).
+func (s *Session) CheckNode(ctx context.Context, spec api.Spec) ([]string, error) {
+	var r api.NodeResponse
+	err := s.c.do(ctx, http.MethodPost, s.path+"/nodes?dry_run=1", spec, &r)
+	return r.Warnings, err
+}
+
 // Replace puts a node built from spec in the place of node spec.ID in one
 // step, checked first as an add is: a spec with mistakes (ErrBadRequest)
 // changes nothing, and a daemon killed meanwhile comes back with the old
@@ -529,6 +549,11 @@ func (s *Session) CallLine(ctx context.Context, id, line string, observe func(ap
 }
 
 func (s *Session) call(ctx context.Context, id string, req api.CallRequest, observe func(api.CallLine)) (result, tools json.RawMessage, err error) {
+	if len(s.c.opts.CallMeta) > 0 {
+		meta := maps.Clone(s.c.opts.CallMeta)
+		maps.Copy(meta, req.Meta)
+		req.Meta = meta
+	}
 	resp, err := s.c.send(ctx, http.MethodPost, s.nodePath(id)+"/call", req)
 	if err != nil {
 		return nil, nil, err
@@ -540,6 +565,9 @@ func (s *Session) call(ctx context.Context, id string, req api.CallRequest, obse
 		if err := dec.Decode(&line); err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
+			}
+			if se := sshError(err); se != nil {
+				return nil, nil, se
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, nil, fmt.Errorf("%w: the call's answer was cut before its result (did the daemon stop? see `nerve daemon status`)", ErrDaemonUnavailable)

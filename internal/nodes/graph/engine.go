@@ -435,7 +435,7 @@ func (r *run) foreach(ctx context.Context, s *graphlang.Step, sc *graphlang.Scop
 // attempts calls the step's tool, retrying as its retry policy says.
 func (r *run) attempts(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope, rec *StepRecord) (*graphlang.StepResult, error) {
 	var args json.RawMessage
-	if s.Ask == nil {
+	if s.Ask == nil && s.Script == "" {
 		var sp node.ShellParams
 		if r.o.Tool != nil {
 			var err error
@@ -506,6 +506,9 @@ func (r *run) once(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope, 
 		return r.ask(ctx, s, sc)
 	}
 	ctx = node.WithCaller(ctx, node.Caller{Kind: node.CallerGraph, Name: r.o.Graph, Run: r.o.RunID, Step: s.ID})
+	if s.Script != "" {
+		return r.script(ctx, s, sc)
+	}
 	res, err := r.o.Caller.CallTool(ctx, s.Call, args, nil)
 	if cause := context.Cause(ctx); cause != nil && isTimeout(cause) && (err != nil || res == nil) {
 		return nil, cause
@@ -531,6 +534,11 @@ func (r *run) ask(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope) (
 	if r.o.Ask == nil {
 		return nil, errNoOne
 	}
+	// Say where the question went: a run from `nerve call` waited
+	// silently for a Commander open elsewhere (issue 27).
+	ctx = node.WithAsked(ctx, func(who string) {
+		r.emit(api.StepEvent{Step: s.ID, State: api.StepAsked, Reason: who})
+	})
 	ans, err := r.o.Ask(ctx, graphlang.Text(q))
 	if errors.Is(err, node.ErrNoOneToAsk) || err == nil && ans != nil && ans.Meta[node.MetaUnanswered] == true {
 		return nil, errNoOne

@@ -17,7 +17,7 @@ const anthropicBaseURL = "https://api.anthropic.com"
 func CLI() *kindcli.Kind {
 	return &kindcli.Kind{
 		Kind:  Kind,
-		Usage: "node add llm NAME --base-url URL --model M [--api-key '${VAR}'] [--tools LIST] [--discover] [--system TEXT] [--max-steps N] [--header 'K: V'] [--temperature X] [--max-tokens N] [--stream=false] [--timeout D]",
+		Usage: "node add llm NAME --base-url URL --model M [--api-key '${VAR}'] [--tools LIST] [--discover] [--code] [--system TEXT] [--max-steps N] [--header 'K: V'] [--temperature X] [--max-tokens N] [--stream=false] [--timeout D]",
 		Help: `A conversation with a model behind an OpenAI-compatible API (or Anthropic's
 Messages API with --provider anthropic), which may call
 the session's tools named by --tools. Give the API key as a reference,
@@ -28,7 +28,12 @@ Examples:
   nerve node add llm local --base-url http://127.0.0.1:8080/v1 --model qwen3 --tools fs,sh
   nerve node add llm gpt --base-url https://api.openai.com/v1 --model gpt-4o-mini --api-key '${OPENAI_API_KEY}' --tools '*'
   nerve node add llm claude-api --provider anthropic --model claude-sonnet-4-5 --api-key '${ANTHROPIC_API_KEY}' --tools '*'
-  nerve node add llm many --base-url http://127.0.0.1:8080/v1 --model qwen3 --tools '*' --discover`,
+  nerve node add llm many --base-url http://127.0.0.1:8080/v1 --model qwen3 --tools '*' --discover
+  nerve node add llm coder --base-url http://127.0.0.1:8080/v1 --model qwen3 --tools fs,mem --code
+
+--code offers the model run_script instead of the tools: it writes one
+Starlark script that calls them as functions, nerve runs it, and only its
+result goes back to the model (docs/code-mode.md).`,
 		Flags: []*kindcli.Flag{
 			kindcli.Timeout, kindcli.Header,
 			{Name: "base-url", Value: "URL", Usage: "root of the model's API, e.g. http://127.0.0.1:8080/v1 (required for --provider openai; anthropic defaults to https://api.anthropic.com)"},
@@ -37,6 +42,7 @@ Examples:
 			{Name: "allow-literal-key", Usage: "accept a literal --api-key (it is saved in clear text in the session's file)"},
 			{Name: "tools", Value: "LIST", Usage: "session tools the model may call: node ids, globs (fs.read_*), * for all; comma-separated"},
 			{Name: "discover", Usage: "offer the model search_tools and call_tool instead of every tool --tools chooses (for many tools)"},
+			{Name: "code", Usage: "offer the model run_script, a script that calls the tools --tools chooses, instead of the tools"},
 			{Name: "system", Value: "TEXT", Usage: "system prompt"},
 			{Name: "max-steps", Value: "N", Usage: fmt.Sprintf("model requests per chat call at most (default %d)", DefaultMaxSteps)},
 			{Name: "temperature", Value: "X", Usage: "sampling temperature"},
@@ -67,6 +73,7 @@ func cliOptions(_ context.Context, in *kindcli.Input) (any, error) {
 		APIKey:   f.Flag("api-key"),
 		Tools:    ParseTools(f.Flag("tools")),
 		Discover: f.Bool("discover"),
+		Code:     f.Bool("code"),
 		System:   f.Flag("system"),
 		Provider: f.Flag("provider"),
 	}
@@ -82,8 +89,9 @@ func cliOptions(_ context.Context, in *kindcli.Input) (any, error) {
 	if o.APIKey != "" && !strings.Contains(o.APIKey, "${") {
 		if !f.Bool("allow-literal-key") {
 			return o, kindcli.Usagef("--api-key is a literal key: it would be saved in clear text in the session's file; "+
-				"pass a reference to a variable of the daemon's environment instead, in single quotes: --api-key '${%s}' "+
-				"(or add --allow-literal-key to save it anyway)", keyVar(o.Provider))
+				"pass a reference to a variable of the daemon's environment instead, in single quotes: --api-key '${%s}', "+
+				"or keep it in the OS keychain (`nerve secret set %s`, then --api-key '${keychain:%s}') "+
+				"(or add --allow-literal-key to save it anyway)", keyVar(o.Provider), keyVar(o.Provider), keyVar(o.Provider))
 		}
 		fmt.Fprintln(in.Stderr, "nerve: warning: --api-key is a literal key and is saved in clear text in the session's file; prefer --api-key '${VAR}'")
 	}

@@ -88,6 +88,13 @@ type Options struct {
 	// name). For sessions with more tools than a request should carry
 	// (issue 19).
 	Discover bool `json:"discover,omitempty"`
+	// Code offers the model run_script instead of the tools Tools
+	// chooses (beside search_tools and call_tool with Discover): one
+	// Starlark script that calls them as functions, run by nerve, so the
+	// intermediate results never pass through the model (issue 30,
+	// docs/code-mode.md). The script sees exactly the tools the model
+	// may call.
+	Code bool `json:"code,omitempty"`
 	// System is the system prompt sent before the conversation.
 	System string `json:"system,omitempty"`
 	// MaxSteps bounds the model requests of one chat call (default 20).
@@ -167,6 +174,9 @@ func (o *Options) validate() error {
 	}
 	if o.Discover && len(o.Tools) == 0 {
 		return errors.New("--discover finds tools among those --tools chooses, and none are chosen: add --tools '*' (or node ids, globs)")
+	}
+	if o.Code && len(o.Tools) == 0 {
+		return errors.New("--code lets the model's scripts call the tools --tools chooses, and none are chosen: add --tools '*' (or node ids, globs)")
 	}
 	for _, p := range o.Tools {
 		if _, err := path.Match(p, ""); err != nil {
@@ -426,6 +436,9 @@ func (n *Node) Info() node.Info {
 	}
 	if len(n.opts.Tools) > 0 {
 		d["tools"] = n.opts.Tools
+	}
+	if n.opts.Code {
+		d["code"] = true
 	}
 	if len(n.opts.Headers) > 0 {
 		names := make([]string, 0, len(n.opts.Headers))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/codemode"
 	"github.com/nerve-dev/nerve/internal/nodes/llm/provider"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -229,6 +230,9 @@ func (n *Node) step(ctx context.Context, client provider.Client, em *emitter, st
 // "Error: " first for isError), or an error the model can act on; and
 // whether the call failed.
 func (n *Node) runTool(ctx context.Context, em *emitter, step int, tc provider.ToolCall, tools toolCache) (string, bool) {
+	if tools.code && tc.Name == codemode.ToolName {
+		return n.runScript(ctx, em, step, tc, tools)
+	}
 	byLLM := tools.byLLM
 	e, known := byLLM[tc.Name]
 	args := json.RawMessage(tc.Arguments)

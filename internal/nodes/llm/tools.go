@@ -29,6 +29,9 @@ type toolCache struct {
 	searcher searcher
 	index    *toolsearch.Index
 	byName   map[string]node.ToolEntry
+	// code says run_script is offered (Options.Code, code.go): instead
+	// of the tools, or beside the discovery tools.
+	code bool
 }
 
 // offered returns the tools the model may call now, by LLM name.
@@ -45,8 +48,13 @@ func (n *Node) offered(ctx context.Context) toolCache {
 	}
 	n.mu.Unlock()
 	c := toolCache{ts: ts, byLLM: map[string]node.ToolEntry{}}
-	if n.opts.Discover {
-		c = discoveryCache(ts, n.env.Tools, n.ID(), n.opts.Tools)
+	if n.opts.Discover || n.opts.Code {
+		if n.opts.Discover {
+			c = discoveryCache(ts, n.env.Tools, n.ID(), n.opts.Tools)
+		}
+		if n.opts.Code {
+			c = n.codeCache(c)
+		}
 		n.mu.Lock()
 		n.toolCache = c
 		n.mu.Unlock()
