@@ -344,6 +344,7 @@ func (n *Node) awaitTask(ctx, cctx context.Context, c *conn, cl *call, lt *lifte
 		report()
 		return nil
 	}
+	answered := map[string]bool{}
 	for {
 		var err error
 		switch {
@@ -358,11 +359,11 @@ func (n *Node) awaitTask(ctx, cctx context.Context, c *conn, cl *call, lt *lifte
 		case t.Status == "completed" && t.Result != nil:
 			return t.Result, nil
 		case t.Status == "completed":
-			err = get() // the extension inlines the result on tasks/get
-			if err == nil && t.Result == nil {
+			// The extension inlines the result on tasks/get (the task
+			// the call was answered with may have ended already).
+			if err = get(); err == nil && t.Result == nil {
 				return nil, fmt.Errorf("tool %q on node %q: task %s completed without a result", tool, n.ID(), id)
 			}
-			continue
 		case t.Status == "failed":
 			msg := "no reason given"
 			if t.Error != nil {
@@ -373,12 +374,15 @@ func (n *Node) awaitTask(ctx, cctx context.Context, c *conn, cl *call, lt *lifte
 			return nil, fmt.Errorf("tool %q on node %q: task %s failed: %s", tool, n.ID(), id, msg)
 		case t.Status == "cancelled":
 			return nil, fmt.Errorf("tool %q on node %q: task %s was cancelled by the server", tool, n.ID(), id)
-		case t.Status == "input_required" && len(t.InputRequests) > 0:
-			err = n.answerTask(cctx, c, id, t.InputRequests)
-			if err == nil {
-				t.InputRequests = nil
+		case t.Status == "input_required" && len(pending(t.InputRequests, answered)) > 0:
+			// Each question once: a server may list an answered one until
+			// it has read the answer.
+			reqs := pending(t.InputRequests, answered)
+			if err = n.answerTask(cctx, c, id, reqs); err == nil {
+				for k := range reqs {
+					answered[k] = true
+				}
 				err = get()
-				continue
 			}
 		default:
 			select {
@@ -400,6 +404,17 @@ func (n *Node) awaitTask(ctx, cctx context.Context, c *conn, cl *call, lt *lifte
 		}
 		return nil, fmt.Errorf("tool %q on node %q: following task %s: %w", tool, n.ID(), id, err)
 	}
+}
+
+// pending is reqs without those answered.
+func pending(reqs mcp.InputRequestMap, answered map[string]bool) mcp.InputRequestMap {
+	out := mcp.InputRequestMap{}
+	for k, r := range reqs {
+		if !answered[k] {
+			out[k] = r
+		}
+	}
+	return out
 }
 
 // answerTask answers the questions a task of the extension waits for, as
