@@ -3,6 +3,7 @@ package mcpnode
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/gosdkfix"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -497,4 +499,84 @@ func TestServerAskingTheOldWay(t *testing.T) {
 	if err != nil || !r.IsError || pinned.NegotiatedProtocolVersion() != ModernProtocol {
 		t.Errorf("pinned to 2026-07-28: %+v, %v, speaks %s; want the server's failure and 2026-07-28 kept", r, err, pinned.NegotiatedProtocolVersion())
 	}
+}
+
+// ttlServer is an in-memory server whose lists carry ttl and cacheScope
+// private; listed counts its tools/list requests.
+func ttlServer(t *testing.T, ttl time.Duration) (config, func() int) {
+	var mu sync.Mutex
+	lists := 0
+	cfg := defaultConfig()
+	cfg.transport = func() mcp.Transport {
+		st, ct := mcp.NewInMemoryTransports()
+		s := mcp.NewServer(&mcp.Implementation{Name: "ttl", Version: "1"}, &mcp.ServerOptions{
+			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs, c.CacheScope = int(ttl/time.Millisecond), "private" },
+		})
+		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if method == "tools/list" {
+					mu.Lock()
+					lists++
+					mu.Unlock()
+				}
+				return next(ctx, method, req)
+			}
+		})
+		ss, err := s.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		return ct
+	}
+	return cfg, func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return lists
+	}
+}
+
+// TestListTTLKeptAndHonoured: a server of 2026-07-28 says how long its
+// lists stay good (ttlMs) and who may keep them (cacheScope): node info
+// and the catalogue keep both, a fresh list is not read again, and one
+// past its ttl is read again at its next use.
+func TestListTTLKeptAndHonoured(t *testing.T) {
+	cfg, listed := ttlServer(t, time.Hour)
+	env := newEvents().env()
+	env.Dir = t.TempDir()
+	spec := node.Spec{ID: "ttl", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://in-memory.invalid/mcp"}`)}
+	n, err := newNode(spec, env, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, n)
+	if got := n.Info().Details["cache"]; fmt.Sprint(got) != "map[tools:ttl 1h0m0s, private]" {
+		t.Errorf("node info cache = %v", got)
+	}
+	if b, _ := os.ReadFile(n.catalogPath()); !strings.Contains(string(b), `"cache":{"tools":{"ttl_ms":3600000,"scope":"private"`) {
+		t.Errorf("the catalogue does not keep the ttl: %s", b)
+	}
+	before := listed()
+	n.ListTools(t.Context())
+	if got := listed(); got != before {
+		t.Errorf("a fresh list was read again (%d → %d lists)", before, got)
+	}
+
+	cfg, listed = ttlServer(t, 100*time.Millisecond)
+	n, err = newNode(spec, newEvents().env(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, n)
+	before = listed()
+	// The point is that the ttl passes: this sleep waits for no event.
+	time.Sleep(150 * time.Millisecond)
+	if got := fmt.Sprint(n.Info().Details["cache"]); !strings.Contains(got, "(stale)") {
+		t.Errorf("node info cache = %s, want it stale", got)
+	}
+	n.ListTools(t.Context())
+	testutil.WaitFor(t, 10*time.Second, func() bool { return listed() > before }, "tools/list after the ttl passed")
 }
