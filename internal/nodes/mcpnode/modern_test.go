@@ -510,7 +510,9 @@ func ttlServer(t *testing.T, ttl time.Duration) (config, func() int) {
 	cfg.transport = func() mcp.Transport {
 		st, ct := mcp.NewInMemoryTransports()
 		s := mcp.NewServer(&mcp.Implementation{Name: "ttl", Version: "1"}, &mcp.ServerOptions{
-			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs, c.CacheScope = int(ttl/time.Millisecond), "private" },
+			SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+				c.TTLMs, c.CacheScope = int(ttl/time.Millisecond), "private"
+			},
 		})
 		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil

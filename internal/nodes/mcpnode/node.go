@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -200,8 +201,8 @@ type conn struct {
 	pending atomic.Uint32
 	wg      sync.WaitGroup
 	started time.Time
-	// tapped: progress and log notifications come through tapConn, not
-	// the SDK's handlers.
+	// tapped: progress and log notifications come through a tap (tapConn,
+	// or the guard of an http or sse node), not the SDK's handlers.
 	tapped bool
 	// broken: a call found the server gone; the next call reconnects.
 	broken atomic.Bool
@@ -319,9 +320,11 @@ func (n *Node) connect(ctx context.Context, probe bool) (*conn, error) {
 		n.lastStderr, n.pid = p.Stderr(), p.Pid()
 		n.mu.Unlock()
 	case srv.Transport == "sse":
-		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}))}
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}), n.notified)}
+		c.tapped = true // by the guard (guardTransport)
 	default:
-		hc := httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}))
+		hc := httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}), n.notified)
+		c.tapped = true // by the guard (guardTransport)
 		oauth, err := n.oauthHandlerLocked(hc)
 		if err != nil {
 			c.cancel()
@@ -533,15 +536,18 @@ func (n *Node) rootList() ([]*mcp.Root, error) {
 
 // httpClient returns a client that adds headers to every request,
 // retries one the server or a gateway turned away as retry says
-// (retry.go), and reads every answer through a guard (see
-// guardTransport).
-func httpClient(headers map[string]string, retry httpretry.Policy) *http.Client {
+// (retry.go), and reads every answer through a guard that hands the
+// server's notifications to tap and keeps in each result what the SDK
+// would drop of tasks (see guardTransport). Every request goes through
+// headerTransport: the node's headers, and the Mcp-Name of the task
+// methods (tasks.go).
+func httpClient(headers map[string]string, retry httpretry.Policy, tap func(*jsonrpc.Request)) *http.Client {
 	h := make(http.Header, len(headers))
 	for k, v := range headers {
 		h.Set(k, v)
 	}
 	var base http.RoundTripper = &headerTransport{base: http.DefaultTransport, headers: h}
-	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage}}
+	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage, tap: tap}}
 }
 
 type headerTransport struct {
