@@ -175,10 +175,7 @@ func TestModernServerIsAFullNode(t *testing.T) {
 			if err := n.SetLoggingLevel(ctx, "debug"); err != nil {
 				t.Fatal(err)
 			}
-			// Over HTTP a log message may come after the call's result,
-			// on another goroutine of the SDK's, and reach no one: that is
-			// the HTTP transport's (late notifications), not the era's.
-			if c := logs(); c != 1 && (transport == "stdio" || c > 1) {
+			if c := logs(); c != 1 {
 				t.Errorf("%d log messages at level debug, want 1", c)
 			}
 
