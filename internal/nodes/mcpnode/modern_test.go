@@ -1,6 +1,7 @@
 package mcpnode
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,6 +88,33 @@ func serveHTTP(t testing.TB, addr string, argv []string, env ...string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// serveFixture runs fixtures/mcpserver with args over HTTP on a port of its
+// own choosing until the test ends, and returns its URL (the fixture says
+// it on stderr once it listens: no port is picked here that another test
+// could take meanwhile).
+func serveFixture(t testing.TB, args ...string) string {
+	t.Helper()
+	bin := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	cmd := exec.Command(bin, append(args, "--http", "127.0.0.1:0")...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if url, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+			go io.Copy(io.Discard, stderr)
+			return url
+		}
+	}
+	t.Fatalf("fixtures/mcpserver %v did not say where it listens: %v", args, sc.Err())
+	return ""
 }
 
 // modernServerNodes returns, for each transport, a node of the Go SDK's
