@@ -25,6 +25,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+	"github.com/nerve-dev/nerve/internal/testutil/tmux"
 )
 
 // A real daemon (the nerve binary), a real browser (Debian's chromium,
@@ -693,4 +694,20 @@ func TestDashboardApproval(t *testing.T) {
 	if out := n.must("log", "-n", "2"); !strings.Contains(out, "policy approved by dashboard (ev.echo=ask)") || !strings.Contains(out, "policy denied by dashboard (ev.echo=ask)") {
 		t.Errorf("nerve log:\n%s", out)
 	}
+
+	// With a Commander open too (the real REPL in a terminal), both ask
+	// at once; the page answers first and the Commander's dialog goes,
+	// saying so.
+	term := tmux.Start(t, []string{"NERVE_HOME=" + n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=", "NO_COLOR=1", "TERM=xterm"}, n.bin)
+	term.WaitFor("default>", 30*time.Second)
+	res = call("both asked")
+	term.WaitFor("approve>", 30*time.Second)
+	waitFor(t, tab, `.approval[data-state="waiting"] button[data-answer="allow"]`, "the third call's prompt")
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`.approval[data-state="waiting"] button[data-answer="allow"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r.IsError || resultText(r) != "both asked" {
+		t.Errorf("the call allowed on the page with a Commander open: %q (isError %v)", resultText(r), r.IsError)
+	}
+	term.WaitFor("! mcp:agent's call to @ev echo no longer waits for you: answered by the dashboard in", 20*time.Second)
 }
