@@ -280,7 +280,7 @@ func (d *Daemon) newHeldLocked(name string) *held {
 		}
 	}
 	h.s = session.New(name, d.opts.Registry, opts)
-	h.s.SetApprover(approver(h.s)) // approve.go
+	h.s.SetApprover(d.approver(h.s)) // approve.go
 	d.sessions[name] = h
 	return h
 }

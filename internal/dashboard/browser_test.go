@@ -21,9 +21,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+	"github.com/nerve-dev/nerve/internal/testutil/tmux"
 )
 
 // A real daemon (the nerve binary), a real browser (Debian's chromium,
@@ -589,4 +591,123 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestDashboardApproval: a call the session's policy asks about, made by
+// an MCP client that cannot show a form (the Go SDK's client over the
+// real `nerve mcp serve`) with no Commander attached, is put to the
+// person at the dashboard: the page shows who calls, which tool and the
+// exact arguments; Allow once lets the call finish with its result, Deny
+// makes it an isError result that says so; the call log names the
+// dashboard.
+func TestDashboardApproval(t *testing.T) {
+	chromium(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	n := newRealNerve(t)
+	fx := testutil.BuildBinary(t, "./fixtures/mcpserver")
+	n.must("node", "add", "mcp", "ev", "--", fx)
+	n.must("session", "set", "policy", "ev.echo=ask")
+	link := strings.TrimSpace(n.must("ui", "--url"))
+
+	bctx := browser(t, ctx)
+	tab, closeTab := chromedp.NewContext(bctx)
+	defer closeTab()
+	if err := chromedp.Do(tab, chromedp.Navigate(link)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, tab, `#status.live`, "the event stream")
+
+	serve := exec.Command(n.bin, "mcp", "serve")
+	serve.Env = append(os.Environ(), "NERVE_HOME="+n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=")
+	serve.Dir = n.home
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(ctx,
+		&mcp.CommandTransport{Command: serve, TerminateDuration: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	call := func(text string) <-chan *mcp.CallToolResult {
+		done := make(chan *mcp.CallToolResult, 1)
+		go func() {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ev.echo", Arguments: map[string]any{"text": text}})
+			if err != nil {
+				res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the call failed: " + err.Error()}}}
+			}
+			done <- res
+		}()
+		return done
+	}
+	resultText := func(r *mcp.CallToolResult) string {
+		if len(r.Content) == 0 {
+			return ""
+		}
+		if tc, ok := r.Content[0].(*mcp.TextContent); ok {
+			return tc.Text
+		}
+		return ""
+	}
+	dir := artifacts(t)
+
+	// Allowed once: markup in the arguments is text, a shell's > is >.
+	const first = `psql -c "DELETE FROM users" > /tmp/out <b>now</b>`
+	res := call(first)
+	waitFor(t, tab, `.approval[data-state="waiting"][data-node="ev"][data-tool="echo"] button[data-answer="allow"]`, "the call's prompt")
+	if got := eval[string](t, tab, `document.querySelector('.approval[data-state="waiting"] pre.args').textContent`); got != "{\n  \"text\": \"psql -c \\\"DELETE FROM users\\\" > /tmp/out <b>now</b>\"\n}" {
+		t.Errorf("the prompt shows the arguments\n%s", got)
+	}
+	if got := eval[string](t, tab, `document.querySelector('.approval[data-state="waiting"] .approval-head').textContent`); got != "mcp:agent wants to call ev.echo" {
+		t.Errorf("the prompt's head reads %q", got)
+	}
+	if got := eval[int](t, tab, `document.querySelectorAll('.approval pre.args b').length`); got != 0 {
+		t.Errorf("the arguments' markup became %d elements", got)
+	}
+	if got := eval[string](t, tab, `document.title`); !strings.HasPrefix(got, "(1) nerve") {
+		t.Errorf("the page's title with a call waiting: %q", got)
+	}
+	screenshot(t, tab, dir, "approval")
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`.approval[data-state="waiting"] button[data-answer="allow"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r.IsError || resultText(r) != first {
+		t.Errorf("the allowed call: %q (isError %v)", resultText(r), r.IsError)
+	}
+	waitFor(t, tab, `.approval[data-state="answered"] .outcome`, "the prompt answered")
+	if got := eval[string](t, tab, `document.querySelector('.approval[data-state="answered"] .outcome').textContent`); !strings.HasPrefix(got, "answered by the dashboard in ") || !strings.HasSuffix(got, ": allowed once") {
+		t.Errorf("the answered prompt reads %q", got)
+	}
+
+	// Denied.
+	res = call("rm -rf /srv/data")
+	waitFor(t, tab, `.approval[data-state="waiting"] button[data-answer="deny"]`, "the second call's prompt")
+	if got := eval[string](t, tab, `document.querySelector('.approval[data-state="waiting"] pre.args').textContent`); !strings.Contains(got, `"rm -rf /srv/data"`) {
+		t.Errorf("the second prompt shows %q", got)
+	}
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`.approval[data-state="waiting"] button[data-answer="deny"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; !r.IsError || !strings.Contains(resultText(r), "(at dashboard) refused it: denied on the dashboard. It did not run.") {
+		t.Errorf("the denied call: %q (isError %v)", resultText(r), r.IsError)
+	}
+	waitFor(t, tab, `#calls tr[data-caller="mcp:agent"][data-tool="echo"].bad`, "the denied call in the call log")
+	screenshot(t, tab, dir, "approval-answered")
+	if out := n.must("log", "-n", "2"); !strings.Contains(out, "policy approved by dashboard (ev.echo=ask)") || !strings.Contains(out, "policy denied by dashboard (ev.echo=ask)") {
+		t.Errorf("nerve log:\n%s", out)
+	}
+
+	// With a Commander open too (the real REPL in a terminal), both ask
+	// at once; the page answers first and the Commander's dialog goes,
+	// saying so.
+	term := tmux.Start(t, []string{"NERVE_HOME=" + n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=", "NO_COLOR=1", "TERM=xterm"}, n.bin)
+	term.WaitFor("default>", 30*time.Second)
+	res = call("both asked")
+	term.WaitFor("approve>", 30*time.Second)
+	waitFor(t, tab, `.approval[data-state="waiting"] button[data-answer="allow"]`, "the third call's prompt")
+	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS(`.approval[data-state="waiting"] button[data-answer="allow"]`))); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-res; r.IsError || resultText(r) != "both asked" {
+		t.Errorf("the call allowed on the page with a Commander open: %q (isError %v)", resultText(r), r.IsError)
+	}
+	term.WaitFor("! mcp:agent's call to @ev echo no longer waits for you: answered by the dashboard in", 20*time.Second)
 }

@@ -3,7 +3,8 @@
 // loopback listener (mcpserver.Mount), with its page, styles and script
 // embedded, a server-sent event stream of a session's nodes, calls and
 // graph runs, and the actions a person takes there (start, stop,
-// restart, sign in, call a tool). It reads the session through
+// restart, sign in, call a tool, answer a call the session's policy
+// holds for a person). It reads the session through
 // *session.Session and asks the daemon for the rest through Options;
 // only internal/daemon imports it.
 package dashboard
@@ -81,6 +82,7 @@ type Dashboard struct {
 	mux    *http.ServeMux
 	gate   *gate
 	calls  *callBus
+	asks   *approvals // approve.go
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -101,7 +103,7 @@ func New(opts *Options) *Dashboard {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &Dashboard{
-		opts: o, log: o.Logger, gate: newGate(), calls: newCallBus(),
+		opts: o, log: o.Logger, gate: newGate(), calls: newCallBus(), asks: newApprovals(),
 		ctx: ctx, cancel: cancel, signing: map[string]bool{},
 	}
 	d.mux = d.routes()
@@ -126,6 +128,7 @@ func (d *Dashboard) routes() *http.ServeMux {
 	mux.Handle("POST "+n+"/restart", d.action(d.handleRestart))
 	mux.Handle("POST "+n+"/signin", d.action(d.handleSignIn))
 	mux.Handle("POST "+n+"/call", d.action(d.handleCall))
+	mux.Handle("POST /ui/api/sessions/{session}/approvals/{id}", d.action(d.handleAnswer)) // approve.go
 	return mux
 }
 

@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -48,6 +50,18 @@ type fixture struct {
 	s       *session.Session
 	base    string
 	release chan struct{}
+
+	// mu guards log: every call of the session, as the daemon's call
+	// log gets it.
+	mu  sync.Mutex
+	log []*session.CallInfo
+}
+
+// calls returns the calls made so far.
+func (f *fixture) calls() []*session.CallInfo {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.log)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -63,7 +77,12 @@ func newFixture(t *testing.T) *fixture {
 		return &held{Node: n.(*identity.Node), release: f.release}, nil
 	})
 	reg.Register(graph.Kind, graph.New)
-	f.s = session.New("default", reg, &session.Options{OnCall: func(_ context.Context, c *session.CallInfo) { f.d.Called("default", c) }})
+	f.s = session.New("default", reg, &session.Options{OnCall: func(_ context.Context, c *session.CallInfo) {
+		f.mu.Lock()
+		f.log = append(f.log, c)
+		f.mu.Unlock()
+		f.d.Called("default", c)
+	}})
 	t.Cleanup(func() { f.s.Close(context.Background()) })
 	f.d = New(&Options{
 		Session: func(ctx context.Context, name string) (*session.Session, error) {

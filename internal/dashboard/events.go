@@ -29,6 +29,9 @@ import (
 //	call          Call         a call that ended (Options: Called)
 //	run           runView      a graph run's record, whenever it changed while it ran
 //	signin        signInResult a sign-in started on the page ended
+//	approvals     [prompt]     the calls waiting for a person, first and after lost events
+//	approval      prompt       a call the policy holds for a person (approve.go)
+//	approval_closed promptClosed  it was answered (here or elsewhere) or stopped waiting
 //	closed        {}           the session went away
 //
 // A graph run's record is read again (RunRecord) after each batch of the
@@ -202,6 +205,18 @@ func (b *callBus) listen(name string) *listener {
 	return l
 }
 
+// listening reports whether a stream of session name is open.
+func (b *callBus) listening(name string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for l := range b.subs {
+		if l.session == name {
+			return true
+		}
+	}
+	return false
+}
+
 func (b *callBus) leave(l *listener) {
 	b.mu.Lock()
 	delete(b.subs, l)
@@ -314,6 +329,7 @@ func (d *Dashboard) handleEvents(w http.ResponseWriter, r *http.Request) error {
 		case m := <-l.c:
 			if l.lost.Swap(false) {
 				st.send("calls", d.calls.snapshot(s.Name()))
+				st.send("approvals", d.asks.snapshot(s.Name()))
 				continue
 			}
 			st.send(m.event, m.data)
@@ -360,6 +376,7 @@ func (st *stream) snapshot() {
 	}
 	st.send("nodes", views)
 	st.send("calls", st.d.calls.snapshot(st.s.Name()))
+	st.send("approvals", st.d.asks.snapshot(st.s.Name()))
 	st.runs(views)
 }
 

@@ -59,10 +59,15 @@ func newAsk(ctx context.Context, node string, line api.AttachLine) *ask {
 }
 
 // withdrawal is a request the server withdrew: its call ended, the server
-// cancelled it, or it timed out.
-type withdrawal struct{ node, why string }
+// cancelled it, or it timed out. A call held for approval is withdrawn by
+// the daemon, most often because a person answered elsewhere (the
+// dashboard, the calling client): call names it.
+type withdrawal struct{ node, why, call string }
 
 func (w *withdrawal) Error() string {
+	if w.call != "" {
+		return fmt.Sprintf("%s no longer waits for you: %s", w.call, w.why)
+	}
 	return fmt.Sprintf("@%s withdrew its request: %s", w.node, w.why)
 }
 
@@ -282,6 +287,9 @@ func (k *asker) withdraw(id, reqID, why string) {
 		return
 	}
 	w := &withdrawal{node: id, why: why}
+	if a := approvalOf(q.params); a != nil {
+		w.call = fmt.Sprintf("%s's call to @%s %s", a.Caller, a.Node, a.Tool)
+	}
 	q.cancel(w)
 	tell := false
 	switch q.state {

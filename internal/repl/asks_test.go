@@ -350,6 +350,18 @@ func TestAskerWithdraw(t *testing.T) {
 		t.Errorf("printed %q; want %q", out.String(), want)
 	}
 
+	// A call held for approval, answered elsewhere first: the notice
+	// names the call and who answered.
+	out.Reset()
+	approval := line("held")
+	approval.Params = json.RawMessage(`{"_meta":{"dev.nerve/approval":{"caller":"mcp:agent","node":"fs","tool":"write_file"}}}`)
+	q = k.arrive("ev", approval)
+	k.enqueue(q)
+	k.withdraw("ev", "held", "answered by the dashboard in 1.2s: allowed once")
+	if want := "! mcp:agent's call to @fs write_file no longer waits for you: answered by the dashboard in 1.2s: allowed once\n"; out.String() != want {
+		t.Errorf("printed %q; want %q", out.String(), want)
+	}
+
 	// The completer offers nothing while a dialog is on screen.
 	c := &answerCompleter{k: k, inner: fakeCompleter{}}
 	k.showing = nil

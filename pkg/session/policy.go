@@ -20,11 +20,13 @@ import (
 
 // The call policy (issue 32, item 4). Settings.Policy's rules decide, for
 // a call from an agent, whether it runs, is refused, or waits for a person
-// to approve it: the calling MCP client when it can elicit (WithApprover,
-// set by the MCP server), else whoever the session's approver reaches (the
-// daemon's: a Commander). A person's own calls (personal) always run. A
-// refused call is an isError result that says why; the decision goes to
-// the call log (CallInfo.Decision).
+// to approve it. Whom to ask is the session's approver's to decide (the
+// daemon's: the calling MCP client when it can elicit, else a Commander,
+// and every open dashboard page at once); the calling client's own
+// approver (WithApprover, set by the MCP server) is handed to it in the
+// request. A session with no approver asks that client alone. A person's
+// own calls (personal) always run. A refused call is an isError result
+// that says why; the decision goes to the call log (CallInfo.Decision).
 
 // Decision is pkg/api's: what the policy made of one call.
 type Decision = api.Decision
@@ -118,6 +120,11 @@ type ApprovalRequest struct {
 	Arguments json.RawMessage
 	// Rule is the policy's rule that asks.
 	Rule string
+	// Client asks the person at the calling MCP client (its elicitation,
+	// WithApprover), or is nil when the call has no such client. The
+	// session hands it to its approver, which decides whether and when
+	// to ask it.
+	Client Approver
 }
 
 // Approval is a person's answer.
@@ -140,8 +147,10 @@ func WithApprover(ctx context.Context, a Approver) context.Context {
 	return context.WithValue(ctx, approverKey{}, a)
 }
 
-// SetApprover sets whom the session asks when a call's context names no
-// approver (the daemon: a Commander); nil asks nobody.
+// SetApprover sets whom the session asks to approve a call (the daemon:
+// the calling client, Commanders, dashboard pages); it gets the calling
+// client's approver in ApprovalRequest.Client. nil asks the calling
+// client alone.
 func (s *Session) SetApprover(a Approver) {
 	s.policy.mu.Lock()
 	s.policy.approve = a
@@ -252,28 +261,32 @@ func (s *Session) decide(ctx context.Context, caller node.Caller, action, rule, 
 	case errors.Is(err, context.DeadlineExceeded):
 		return refuse(api.OutcomeTimedOut, fmt.Sprintf("nobody approved this call to %s within %s (nerve's policy asks first: rule %s): it did not run", name, shortDuration(timeout), rule))
 	case errors.Is(err, ErrNoOneToAsk):
-		return refuse(api.OutcomeNoOne, fmt.Sprintf("this call to %s needs a person's approval (nerve's policy, rule %s) and nobody could be asked: it did not run. Open the Commander (`nerve`) to approve calls, or call from an MCP client that supports elicitation.", name, rule))
+		return refuse(api.OutcomeNoOne, fmt.Sprintf("this call to %s needs a person's approval (nerve's policy, rule %s) and nobody could be asked: it did not run. Open the Commander (`nerve`) or the dashboard (`nerve ui`) to approve calls, or call from an MCP client that supports elicitation.", name, rule))
 	}
 	s.log.Warn("asking to approve a call", zap.String("node", id), zap.String("tool", shown), zap.Error(err))
 	return refuse(api.OutcomeDenied, fmt.Sprintf("asking a person to approve this call to %s failed (%v): it did not run", name, err))
 }
 
-// askApproval asks the context's approver, then the session's.
+// askApproval asks the session's approver, handing it the context's (the
+// calling client's); with none, the context's alone.
 func (s *Session) askApproval(ctx context.Context, req *ApprovalRequest) (Approval, error) {
-	if a, ok := ctx.Value(approverKey{}).(Approver); ok && a != nil {
-		ans, err := a(ctx, req)
-		if err == nil || ctx.Err() != nil {
-			return ans, err
-		}
-		s.log.Info("the caller's client could not be asked to approve a call; asking the session's", zap.Error(err))
-	}
+	client, _ := ctx.Value(approverKey{}).(Approver)
 	s.policy.mu.Lock()
 	a := s.policy.approve
 	s.policy.mu.Unlock()
-	if a == nil {
+	if a != nil {
+		req.Client = client
+		return a(ctx, req)
+	}
+	if client == nil {
 		return Approval{}, ErrNoOneToAsk
 	}
-	return a(ctx, req)
+	ans, err := client(ctx, req)
+	if err != nil && ctx.Err() == nil {
+		s.log.Info("the caller's client could not be asked to approve a call, and the session asks nobody else", zap.Error(err))
+		return Approval{}, ErrNoOneToAsk
+	}
+	return ans, err
 }
 
 // shortDuration is d without the zero units time.Duration shows ("2m",

@@ -125,13 +125,20 @@ func TestPolicyAsk(t *testing.T) {
 	if !res.IsError || !strings.Contains(resText(res), "refused it: declined") {
 		t.Errorf("declined: %q", resText(res))
 	}
-	// The caller's client cannot be asked: the session's approver is.
+	// With no approver of the session's, a client that cannot be asked
+	// leaves nobody.
+	res, _ = call(session.WithApprover(asAgent(t.Context()), answer(session.Approval{}, errors.New("no form support"))))
+	if !res.IsError || !strings.Contains(resText(res), "nobody could be asked") {
+		t.Errorf("the client failed, nobody else: %q", resText(res))
+	}
+	// The session's approver decides whom to ask, and is handed the
+	// caller's client to ask.
 	s.SetApprover(answer(session.Approval{Allow: true, By: "repl"}, nil))
 	res, _ = call(session.WithApprover(asAgent(t.Context()), answer(session.Approval{}, errors.New("no form support"))))
 	if res.IsError {
 		t.Errorf("approved at the Commander: %q", resText(res))
 	}
-	if req := asked[len(asked)-1]; req.Node != "fs" || req.Tool != "write_file" || string(req.Arguments) != string(args) || req.Rule != "fs.write_file=ask" || req.Caller.Name != "agent" {
+	if req := asked[len(asked)-1]; req.Node != "fs" || req.Tool != "write_file" || string(req.Arguments) != string(args) || req.Rule != "fs.write_file=ask" || req.Caller.Name != "agent" || req.Client == nil {
 		t.Errorf("asked %+v", req)
 	}
 	// Remembered: the same call runs without asking; another does not.
@@ -163,7 +170,7 @@ func TestPolicyAsk(t *testing.T) {
 		}
 		outcomes = append(outcomes, o)
 	}
-	if want := "no_one,denied by mcp:agent,approved by repl,approved by repl,approved by repl (remembered),timed_out"; strings.Join(outcomes, ",") != want {
+	if want := "no_one,denied by mcp:agent,no_one,approved by repl,approved by repl,approved by repl (remembered),timed_out"; strings.Join(outcomes, ",") != want {
 		t.Errorf("decisions logged: %s\nwant %s", strings.Join(outcomes, ","), want)
 	}
 }

@@ -1,10 +1,12 @@
 // nerve's dashboard: one session's nodes, tools, calls and graph runs,
-// live from the daemon's event stream (server-sent events); actions are
-// POSTs that carry the visit's CSRF token.
+// and the calls its policy holds for a person, live from the daemon's
+// event stream (server-sent events); actions are POSTs that carry the
+// visit's CSRF token.
 import { h, fill, $, ms, clock, short } from './dom.js';
 import { toolForm } from './form.js';
 import { renderResult, renderFailure } from './result.js';
 import { renderRun as runView } from './dag.js';
+import { approvals } from './asks.js';
 
 const params = new URLSearchParams(location.search);
 const session = params.get('session') || 'default';
@@ -68,6 +70,10 @@ function setStatus(cls, text) {
   el.className = 'status ' + cls;
   el.textContent = text;
 }
+
+// ---- calls held for a person (asks.js)
+
+const asks = approvals((id, answer) => api(`${base}/approvals/${encodeURIComponent(id)}`, { answer }), message);
 
 // ---- nodes
 
@@ -353,6 +359,9 @@ function connect() {
     else message(r.ok ? `${r.node}: signed in; restarted it` : `${r.node}: sign-in failed: ${r.error}`,
       r.ok ? 'info' : 'error', undefined, r.ok ? 'signed-in' : 'sign-in-failed');
   });
+  on('approvals', asks.all);
+  on('approval', asks.add);
+  on('approval_closed', asks.closed);
   on('closed', () => { setStatus('down', 'session closed'); es.close(); });
 }
 
