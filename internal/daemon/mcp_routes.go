@@ -410,8 +410,9 @@ func (g *attachGroup) route(ctx context.Context, kind, offer string, params, res
 	return session.ErrNoOneToAsk
 }
 
-// callsEnded is how many calls of the node have ended so far, or -1 when
-// the node is not known.
+// callsEnded is how many calls of the node have ended so far — those
+// whose context has ended counted at once when the node can say
+// (cancelCounter) — or -1 when the node is not known.
 func (g *attachGroup) callsEnded() int64 {
 	if g.s == nil {
 		return -1
@@ -420,18 +421,31 @@ func (g *attachGroup) callsEnded() int64 {
 	if err != nil {
 		return -1
 	}
+	if cc, ok := n.(cancelCounter); ok {
+		// Each count only grows, so neither does the sum.
+		c := cc.CallsCancelled()
+		in := n.Info()
+		return c + in.Calls - in.InFlight
+	}
 	in := n.Info()
 	return in.Calls - in.InFlight
 }
+
+// cancelCounter is a node that counts its calls whose context has ended,
+// in flight or not, from the moment it ends (an mcp node): the server
+// hears of a cancelled call after the node, and the node's call returns
+// only after the SDK has sent it word, so the count of calls ended alone
+// can lag behind the server's withdrawal of what the call asked.
+type cancelCounter interface{ CallsCancelled() int64 }
 
 // withdrawnWhy says why ctx ended while a request asked at start waited,
 // ended being callsEnded then. An MCP request does not say which call it
 // arose from, nor does notifications/cancelled reach us with its reason,
 // so this reads the circumstances: the hook's time cap is a deadline; a
 // node no longer running lost its server; a call of the node that ended
-// meanwhile is most likely the call the request arose from (the server
-// withdraws what a cancelled call asked — and the node's call returns
-// before the server even hears of the cancellation); anything else is the
+// meanwhile, or whose context ended (it was cancelled or interrupted, and
+// the server told), is most likely the call the request arose from (the
+// server withdraws what a cancelled call asked); anything else is the
 // server's own decision.
 func (g *attachGroup) withdrawnWhy(ctx context.Context, start time.Time, ended int64) string {
 	if errors.Is(context.Cause(ctx), node.ErrCallEnded) {

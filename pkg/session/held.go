@@ -96,6 +96,7 @@ func (s *Session) rebuild(ctx context.Context, e *entry) error {
 	s.mu.RUnlock()
 	id := spec.ID
 	ne := &entry{spec: spec}
+	ne.pending.Store(true) // started below: requests wait for it
 	ne.client.set(clientEnv(ctx))
 	n, err := s.registry.Build(spec, s.nodeEnv(ne, id))
 	if err != nil {
@@ -114,7 +115,9 @@ func (s *Session) rebuild(ctx context.Context, e *entry) error {
 	s.nodes[id] = ne
 	s.mu.Unlock()
 	s.dropToolset()
-	if err := n.Start(ctx); err != nil {
+	// Through startPending: a Replace or Remove that takes the id
+	// meanwhile leaves no server running outside the session.
+	if err := s.startPending(ctx, ne, false); err != nil {
 		return fmt.Errorf("starting node %q: %w", id, err)
 	}
 	return nil

@@ -139,10 +139,13 @@ func (s *Session) ReplaceIf(ctx context.Context, spec node.Spec, ifMatch []strin
 	s.hub.publish(Event{Kind: EventNodeRemoved, Node: id})
 	s.hub.publish(Event{Kind: EventNodeAdded, Node: id, NodeKind: spec.Kind})
 	var errs []error
+	old.endPending() // a start owed to it (an add under way) never comes after its stop
 	if err := old.n.Stop(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("stopping the replaced node %q: %w", id, err))
 	}
-	if err := s.startPending(ctx, e); err != nil {
+	// The caller who added the old node may start this one first
+	// (StartRegistered by id): it starts once, and both get its error.
+	if err := s.startPending(ctx, e, true); err != nil {
 		errs = append(errs, fmt.Errorf("starting node %q: %w", id, err))
 	}
 	return n, errors.Join(errs...)

@@ -200,3 +200,119 @@ func TestReplaceIf(t *testing.T) {
 		t.Errorf("after the race the spec is %+v, winner %d", spec, winner)
 	}
 }
+
+// TestReplaceRacesAnAdd: a node added by RegisterToStart and
+// StartRegistered (the daemon's add) is replaced by someone who saw it
+// between the two (`nerve graph step` run at once: one adds the graph,
+// another replaces it). StartRegistered, whichever node holds the id by
+// then, never starts a node twice nor one that left the session: the
+// add and the replace both succeed and the new node is READY. Before,
+// the add's StartRegistered started the new node while the replace was
+// saving, and the replace's own start of it failed: "node is READY:
+// cannot move to STARTING" (TestBinaryGraphStepsAtOnce under load).
+func TestReplaceRacesAnAdd(t *testing.T) {
+	ctx := context.Background()
+	for _, during := range []bool{true, false} {
+		name := map[bool]string{true: "add starts while the replace saves", false: "add starts after the replace"}[during]
+		t.Run(name, func(t *testing.T) {
+			saving := make(chan struct{})
+			release := make(chan struct{})
+			var hold atomic.Bool
+			fs := &fakes{}
+			s := newSession(t, fs, &session.Options{Save: func([]node.Spec) error {
+				if hold.CompareAndSwap(true, false) {
+					close(saving)
+					<-release // the replace has swapped the new node in
+				}
+				return nil
+			}})
+			added, err := s.RegisterToStart(node.Spec{ID: "g", Kind: "fake"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hold.Store(during)
+			type result struct {
+				n   node.Node
+				err error
+			}
+			replaced := make(chan result, 1)
+			go func() {
+				n, err := s.Replace(ctx, node.Spec{ID: "g", Kind: "fake", Cwd: "/new"})
+				replaced <- result{n, err}
+			}()
+			var r result
+			if during {
+				<-saving
+				if err := s.StartRegistered(ctx, "g"); err != nil {
+					t.Errorf("the add's start, after the replace swapped its node in: %v", err)
+				}
+				close(release)
+				r = <-replaced
+			} else {
+				r = <-replaced
+				if err := s.StartRegistered(ctx, "g"); err != nil {
+					t.Errorf("the add's start, after the replace: %v", err)
+				}
+			}
+			if r.err != nil {
+				t.Errorf("the replace: %v", r.err)
+			}
+			if got, _ := s.Node("g"); got != r.n {
+				t.Fatal("the session does not hold the replacing node")
+			}
+			if st := r.n.State(); st != node.Ready {
+				t.Errorf("the replacing node is %s, want READY", st)
+			}
+			if st := added.State(); st == node.Ready || st == node.Starting {
+				t.Errorf("the replaced node, out of the session, is %s: started after it was replaced", st)
+			}
+		})
+	}
+}
+
+// TestReplaceBeforeAnAddStarts: a replace that takes the id while an Add
+// is between adding its node and starting it, and stops that node before
+// the add's start begins, leaves no server running outside the session:
+// the add's start is undone (before, the added node ran on, READY, where
+// nobody could stop it), the add reports no error, and the replacing
+// node is READY.
+func TestReplaceBeforeAnAddStarts(t *testing.T) {
+	ctx := context.Background()
+	stopped := make(chan struct{})
+	fs := &fakes{}
+	var first atomic.Bool
+	fs.configure = func(f *fakeNode) {
+		if first.CompareAndSwap(false, true) { // the added node
+			var once sync.Once
+			f.beforeStop = func() { once.Do(func() { close(stopped) }) }
+			f.beforeStart = func() { <-stopped } // its start comes after the replace's stop
+		}
+	}
+	var s *session.Session
+	var saved sync.Once
+	replaced := make(chan node.Node, 1)
+	s = newSession(t, fs, &session.Options{Save: func([]node.Spec) error {
+		saved.Do(func() {
+			// The add's save: its node holds the id, not yet started.
+			go func() {
+				n, err := s.Replace(ctx, node.Spec{ID: "g", Kind: "fake", Cwd: "/new"})
+				if err != nil {
+					t.Errorf("the replace: %v", err)
+				}
+				replaced <- n
+			}()
+		})
+		return nil
+	}})
+	added, err := s.Add(ctx, node.Spec{ID: "g", Kind: "fake"})
+	if err != nil {
+		t.Errorf("the add, whose node was replaced before it started: %v", err)
+	}
+	n := <-replaced
+	if got, _ := s.Node("g"); got != n || n.State() != node.Ready {
+		t.Errorf("the session holds %v (%s), want the replacing node, READY", got, n.State())
+	}
+	if st := added.State(); st != node.Stopped && st != node.Created {
+		t.Errorf("the added node, replaced before its start, is %s, want STOPPED or never started (not running out of the session)", st)
+	}
+}

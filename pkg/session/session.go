@@ -117,7 +117,14 @@ type entry struct {
 	// pending: the session is about to start the node (add, restore); a
 	// request that finds it CREATED waits instead of failing.
 	pending atomic.Bool
-	// startMu guards the start a request launched (launchStart).
+	// owed is the start the session owes a registered node (add,
+	// restore), made once whoever asks for it: nil until startPending
+	// claims it. gone: the node left the session (Replace, Remove), so
+	// the owed start is not made, or is undone. Both guarded by startMu.
+	owed *owedStart
+	gone bool
+	// startMu guards the start a request launched (launchStart) and the
+	// owed start (startPending).
 	startMu  sync.Mutex
 	starting bool
 	startErr error
@@ -208,17 +215,12 @@ func (s *Session) Add(ctx context.Context, spec node.Spec) (node.Node, error) {
 		return nil, err
 	}
 	e.client.set(clientEnv(ctx))
-	n := e.n
-	if spec.Stopped {
-		e.setPending(false)
-		return n, nil // added held stopped (stop.go)
+	// A node held stopped is not started (stop.go); one that starts
+	// lazily is, as it was added to be used.
+	if err := s.startPending(ctx, e, false); err != nil {
+		return e.n, fmt.Errorf("starting node %q: %w", spec.ID, err)
 	}
-	err = n.Start(ctx)
-	e.setPending(false)
-	if err != nil {
-		return n, fmt.Errorf("starting node %q: %w", spec.ID, err)
-	}
-	return n, nil
+	return e.n, nil
 }
 
 // Register builds a node from spec and adds it without starting it.
@@ -243,23 +245,80 @@ func (s *Session) RegisterToStart(spec node.Spec) (node.Node, error) {
 }
 
 // StartRegistered starts a node added with RegisterToStart, or only ends
-// its wait when it starts lazily (its first call starts it).
+// its wait when it starts lazily (its first call starts it). If a Replace
+// put another node in its place meanwhile, that node is started, once:
+// of StartRegistered and the Replace, the second waits for the first's
+// start and returns its error.
 func (s *Session) StartRegistered(ctx context.Context, id string) error {
 	e, err := s.entry(id)
 	if err != nil {
 		return err
 	}
-	return s.startPending(ctx, e)
+	return s.startPending(ctx, e, true)
+}
+
+// owedStart is the start the session owes a registered node.
+type owedStart struct {
+	done chan struct{} // closed when it has ended
+	err  error         // set before done is closed
 }
 
 // startPending starts the node of e, registered to start, and ends the
-// wait of the requests that found it CREATED.
-func (s *Session) startPending(ctx context.Context, e *entry) error {
-	defer e.setPending(false)
-	if l, ok := e.n.(node.Lazy); (ok && l.StartsLazily()) || e.stopped.Load() {
-		return nil // its first call starts it, or it is held stopped
+// wait of the requests that found it CREATED; with lazy, a node that
+// starts lazily is left for its first call. The start is made once
+// whoever asks: the id may have passed to a replacing node (Replace)
+// between a caller's register and its StartRegistered by id, and Replace
+// starts that node too; the second caller waits for the first's start
+// and gets its error. A node that left the session (endPending) is not
+// started, and one that left while it started is stopped again, without
+// error: the caller's add happened, and someone replaced or removed it.
+func (s *Session) startPending(ctx context.Context, e *entry, lazy bool) error {
+	e.startMu.Lock()
+	if o := e.owed; o != nil {
+		e.startMu.Unlock()
+		select {
+		case <-o.done:
+			return o.err
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for node %q to start: %w", e.n.ID(), context.Cause(ctx))
+		}
 	}
-	return e.n.Start(ctx)
+	o := &owedStart{done: make(chan struct{})}
+	e.owed = o
+	gone := e.gone
+	e.startMu.Unlock()
+	defer e.setPending(false)
+	defer close(o.done)
+	if l, ok := e.n.(node.Lazy); gone || (lazy && ok && l.StartsLazily()) || e.stopped.Load() {
+		return nil // not in the session, its first call starts it, or it is held stopped
+	}
+	o.err = e.n.Start(ctx)
+	e.startMu.Lock()
+	gone = e.gone
+	e.startMu.Unlock()
+	if gone {
+		// Replaced or removed while it started, and their stop may have
+		// come before the start began: no server runs outside the
+		// session. How its start ended matters to no one now.
+		_ = e.n.Stop(context.WithoutCancel(ctx))
+		o.err = nil
+	}
+	return o.err
+}
+
+// endPending says e's node has left the session (Replace, Remove, before
+// they stop it): a start owed to it is not made, and one under way is
+// undone once it ends (startPending). It does not wait: the caller's
+// stop ends a start under way.
+func (e *entry) endPending() {
+	e.startMu.Lock()
+	e.gone = true
+	if e.owed == nil {
+		e.owed = &owedStart{done: make(chan struct{})}
+		close(e.owed.done)
+	}
+	e.startMu.Unlock()
+	e.setPending(false)
 }
 
 // register builds and adds a node; pending says the caller starts it
@@ -351,11 +410,11 @@ func (s *Session) Restore(ctx context.Context, specs []node.Spec) error {
 			continue
 		}
 		if spec.Stopped {
-			e.setPending(false)
-			continue // held stopped (stop.go)
+			_ = s.startPending(ctx, e, true) // starts nothing: ends the wait
+			continue                         // held stopped (stop.go)
 		}
 		if l, ok := e.n.(node.Lazy); ok && l.StartsLazily() {
-			e.setPending(false) // it knows its tools; its first call starts it
+			_ = s.startPending(ctx, e, true) // it knows its tools; its first call starts it
 			continue
 		}
 		started = append(started, e)
@@ -363,8 +422,7 @@ func (s *Session) Restore(ctx context.Context, specs []node.Spec) error {
 	var wg sync.WaitGroup
 	for _, e := range started {
 		wg.Go(func() {
-			defer e.setPending(false)
-			if err := e.n.Start(ctx); err != nil {
+			if err := s.startPending(ctx, e, true); err != nil {
 				s.log.Warn("node did not come back", zap.String("node", e.n.ID()), zap.Error(err))
 			}
 		})
@@ -379,6 +437,7 @@ func (s *Session) Remove(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
+	e.endPending() // a start owed to it (an add under way) never comes after its stop
 	stopErr := e.n.Stop(ctx)
 	s.mu.Lock()
 	delete(s.nodes, id)

@@ -24,13 +24,19 @@ type fakeNode struct {
 	stopDelay time.Duration
 	stopWait  func(context.Context) // if set, Stop waits on it instead of stopDelay
 	startErr  error
-	mu        sync.Mutex
-	tools     []*mcp.Tool
-	listed    int
-	listErr   error // ListTools fails with it (a server with no catalogue)
+	// beforeStart and beforeStop, if set, run first thing in Start and
+	// Stop (to hold one at a chosen moment).
+	beforeStart, beforeStop func()
+	mu                      sync.Mutex
+	tools                   []*mcp.Tool
+	listed                  int
+	listErr                 error // ListTools fails with it (a server with no catalogue)
 }
 
 func (f *fakeNode) Start(ctx context.Context) error {
+	if f.beforeStart != nil {
+		f.beforeStart()
+	}
 	if err := f.Machine.ToIf(node.Starting, "", node.Created, node.Stopped); err != nil {
 		return err
 	}
@@ -42,6 +48,9 @@ func (f *fakeNode) Start(ctx context.Context) error {
 }
 
 func (f *fakeNode) Stop(ctx context.Context) error {
+	if f.beforeStop != nil {
+		f.beforeStop()
+	}
 	if st := f.State(); st == node.Created || st == node.Stopped {
 		return nil
 	}

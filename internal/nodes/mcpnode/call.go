@@ -38,6 +38,7 @@ const sdkStreamEnded = "request terminated without response"
 // call is one tool call in flight.
 type call struct {
 	req    *node.CallRequest
+	ctx    context.Context // the call's own: ended once it is cancelled
 	cancel context.CancelCauseFunc
 	idle   time.Duration
 	capAt  time.Time   // the absolute deadline
@@ -167,7 +168,7 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 	defer cancel(nil)
 	// One timer serves both limits: it fires at the idle deadline (moved
 	// on by progress) or at the cap, whichever is first.
-	cl := &call{req: req, cancel: cancel, idle: idle, capAt: time.Now().Add(n.cfg.callCap)}
+	cl := &call{req: req, ctx: cctx, cancel: cancel, idle: idle, capAt: time.Now().Add(n.cfg.callCap)}
 	callCap := n.cfg.callCap
 	cl.timer = time.AfterFunc(min(idle, callCap), func() {
 		if !time.Now().Before(cl.capAt) {
@@ -182,6 +183,9 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 	defer func() {
 		cl.timer.Stop()
 		n.callsMu.Lock()
+		if cctx.Err() != nil {
+			n.cancelled++ // in the step that forgets it (CallsCancelled)
+		}
 		delete(n.calls, token)
 		n.callsMu.Unlock()
 	}()
@@ -280,6 +284,25 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 func (n *Node) Interrupt(ctx context.Context) error {
 	n.cancelCalls(ErrInterrupted)
 	return nil
+}
+
+// CallsCancelled counts the node's calls whose context has ended —
+// cancelled by their caller, interrupted, timed out — those still in
+// flight included. A call counts from the moment its context ends, which
+// is before the server is told (the SDK tells it once the call returns),
+// so whoever hears of the server's answer to that — it withdraws what
+// the call asked (elicitation) — finds it counted. The count never goes
+// down.
+func (n *Node) CallsCancelled() int64 {
+	n.callsMu.Lock()
+	defer n.callsMu.Unlock()
+	c := n.cancelled
+	for _, cl := range n.calls {
+		if cl.ctx.Err() != nil {
+			c++
+		}
+	}
+	return c
 }
 
 func (n *Node) cancelCalls(cause error) {

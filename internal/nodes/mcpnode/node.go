@@ -151,6 +151,10 @@ type Node struct {
 	callsMu sync.Mutex
 	calls   map[string]*call // by progress token
 	seq     atomic.Int64
+
+	// cancelled counts the calls that ended with their context ended
+	// (CallsCancelled); guarded by callsMu.
+	cancelled int64
 }
 
 func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
