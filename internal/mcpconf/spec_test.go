@@ -143,7 +143,7 @@ func TestOAuthOptions(t *testing.T) {
 
 func TestOAuthGrantChecked(t *testing.T) {
 	for opts, want := range map[string]string{
-		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"password"}}`:                                                  "use authorization_code (a person signs in) or client_credentials",
+		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"password"}}`:                                                  "use authorization_code (a person signs in), client_credentials (client_id with client_secret or a private key, no person), jwt_bearer (a workload's JWT) or enterprise",
 		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c"}}`:                        "needs client_id and client_secret",
 		`{"transport":"http","url":"https://h/mcp","oauth":{"grant":"client_credentials","client_id":"c","client_secret":"${S}"}}`: "",
 		// private_key_jwt (RFC 7523): a key instead of a secret.
