@@ -86,10 +86,13 @@ type serverKey struct {
 	code                        bool
 }
 
-// httpServer is one Server and the SDK handler in front of it.
+// httpServer is one Server and the SDK handlers in front of it: h for
+// clients of 2025-11-25 and before (sessions), modern for those of
+// 2026-07-28 (stateless, modern.go).
 type httpServer struct {
-	s    *Server
-	h    http.Handler
+	s      *Server
+	h      http.Handler
+	modern http.Handler
 	stop context.CancelFunc // ends Run
 	uses *sessionUses
 	done chan struct{} // closed when Run returned
@@ -166,7 +169,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
-	if created := srv.uses.serve(srv.h, w, r); created != "" {
+	handler := srv.h
+	if modern, handled := isModernHTTP(w, r); handled {
+		return
+	} else if modern {
+		handler = srv.modern
+	}
+	if created := srv.uses.serve(handler, w, r); created != "" {
 		h.reapSessions() // a new session may pass MaxSessions
 	}
 }
@@ -289,6 +298,13 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 		// timing out) resumes it with Last-Event-ID instead of losing
 		// progress and results; the store is capped (10 MiB).
 		EventStore: mcp.NewMemoryEventStore(nil),
+	})
+	hs.modern = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: h.opts.MaxBody,
+		// A client that goes away (its POST ends) cancels its call: the
+		// request is the whole call in 2026-07-28.
+		PropagateRequestCancellation: true,
 	})
 	h.wg.Go(func() {
 		defer close(hs.done)

@@ -107,9 +107,13 @@ type Server struct {
 	updates *sendq.Queue[string]
 
 	// inflightMu guards inflight: the client of each tool call running,
-	// in the order they started.
+	// in the order they started (relay.go).
 	inflightMu sync.Mutex
-	inflight   []*mcp.ServerSession
+	inflight   []asker
+
+	// pending holds the calls of 2026-07-28 clients between rounds
+	// (mrtr.go).
+	pending pendingCalls
 
 	// syncMu serialises Sync and guards the fields below: what is served
 	// now, by served name (tools, prompts) or URI (resources, templates).

@@ -112,7 +112,7 @@ func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) (err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	s.srv.AddTool(t, h)
+	s.srv.AddTool(t, s.roundsTool(t.Name, h)) // mrtr.go
 	return nil
 }
 
@@ -142,7 +142,7 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 		s.last.Store(ss)
 		if s.opts.Node != "" {
 			defer s.callStarted(ss)()
-		} else if p := ss.InitializeParams(); p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
+		} else if p := req.ClientCapabilities(); p != nil && p.Elicitation != nil {
 			// Session-wide: what the called node asks of a person during
 			// this call (a graph's ask step) goes to this client.
 			if ca, ok := s.b.(CallAttacher); ok {
@@ -176,7 +176,7 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 		var meta map[string]any
 		if req.Params != nil {
 			args = req.Params.Arguments
-			meta = req.Params.Meta
+			meta = nodeMeta(req.Params.Meta) // modern.go
 		}
 		res, err := s.b.Call(s.callContext(ctx, ss), id, tool, args, meta, observe) // approve.go
 		if err != nil {

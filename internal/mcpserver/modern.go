@@ -1,0 +1,119 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The two eras of MCP a client may speak to nerve (docs/mcp-server.md,
+// "Protocol eras"): 2025-11-25 and before, with initialize and a session
+// (Mcp-Session-Id over HTTP), the server asking the client in the middle
+// of a call; and 2026-07-28, with no session, every request carrying its
+// own _meta (protocol version, client capabilities, log level), and a
+// question of the server answered by returning input_required and taking
+// the client's retry (mrtr.go).
+
+// modernProtocol is the first version of the stateless era.
+const modernProtocol = "2026-07-28"
+
+// protocolHeader is the streamable HTTP header that names the version of
+// a request.
+const protocolHeader = "Mcp-Protocol-Version"
+
+// Keys of a request's _meta that describe the client's hop to nerve: the
+// node's own client states its own, so they are not passed on.
+var hopMeta = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo}
+
+// nodeMeta is the _meta of a client's request as a node gets it: without
+// the keys of the client's hop to nerve (hopMeta), whose values would be
+// taken for the node's own by its MCP client. The log level stays: it is
+// the client's wish for this request, which a node of 2026-07-28 passes on.
+func nodeMeta(meta map[string]any) map[string]any {
+	if meta == nil {
+		return nil
+	}
+	found := false
+	for _, k := range hopMeta {
+		if _, ok := meta[k]; ok {
+			found = true
+		}
+	}
+	if !found {
+		return meta
+	}
+	m := maps.Clone(meta)
+	for _, k := range hopMeta {
+		delete(m, k)
+	}
+	return m
+}
+
+// modernRequest reports whether req is of the 2026-07-28 era: its _meta
+// (or, on a stdio connection, the session it came on) names that version.
+func modernRequest(req interface{ ProtocolVersion() string }) bool {
+	return req.ProtocolVersion() >= modernProtocol
+}
+
+// modernSession reports whether ss speaks the 2026-07-28 era: the server
+// may not send it requests (sampling, elicitation) of its own.
+func modernSession(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= modernProtocol
+}
+
+// isModernHTTP reports whether the streamable HTTP request r is of the
+// 2026-07-28 era, which the SDK serves only statelessly: one with no
+// session whose MCP-Protocol-Version header names that era (or a version
+// after it, which the stateless handler refuses in the era's words), or
+// whose body is server/discover or carries that era's _meta. Everything
+// else — initialize, and every request of a session — is the other era's.
+// The body is read to decide and put back; a body over the cap is
+// answered 413 here (handled is true).
+func isModernHTTP(w http.ResponseWriter, r *http.Request) (modern, handled bool) {
+	if r.Header.Get(sessionHeader) != "" {
+		return false, false
+	}
+	if v := strings.TrimSpace(r.Header.Get(protocolHeader)); v >= modernProtocol {
+		return true, false
+	}
+	if r.Method != http.MethodPost || r.Body == nil {
+		return false, false
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		// The connection cannot carry another request after a body
+		// that could not be read (a stalled one timed out).
+		w.Header().Set("Connection", "close")
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "reading the request: "+err.Error(), http.StatusBadRequest)
+		}
+		return false, true
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil { // a batch, or not JSON: the SDK says what is wrong
+		return false, false
+	}
+	if msg.Method == "server/discover" {
+		return true, false
+	}
+	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
+	return v >= modernProtocol, false
+}
