@@ -93,10 +93,10 @@ type httpServer struct {
 	s      *Server
 	h      http.Handler
 	modern http.Handler
-	stop context.CancelFunc // ends Run
-	uses *sessionUses
-	done chan struct{} // closed when Run returned
-	made time.Time
+	stop   context.CancelFunc // ends Run
+	uses   *sessionUses
+	done   chan struct{} // closed when Run returned
+	made   time.Time
 }
 
 // NewHTTPHandler returns the endpoint's handler.
