@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -30,12 +31,14 @@ const protocolHeader = "Mcp-Protocol-Version"
 
 // Keys of a request's _meta that describe the client's hop to nerve: the
 // node's own client states its own, so they are not passed on.
-var hopMeta = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientCapabilities, mcp.MetaKeyClientInfo}
+var hopMeta = []string{mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo}
 
 // nodeMeta is the _meta of a client's request as a node gets it: without
 // the keys of the client's hop to nerve (hopMeta), whose values would be
-// taken for the node's own by its MCP client. The log level stays: it is
-// the client's wish for this request, which a node of 2026-07-28 passes on.
+// taken for the node's own by its MCP client. The client's capabilities
+// and log level stay: they are the client's for this request, which a
+// node of 2026-07-28 passes on, so its server asks only what the client
+// can answer and logs at the level the client asked for.
 func nodeMeta(meta map[string]any) map[string]any {
 	if meta == nil {
 		return nil
@@ -116,4 +119,15 @@ func isModernHTTP(w http.ResponseWriter, r *http.Request) (modern, handled bool)
 	}
 	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
 	return v >= modernProtocol, false
+}
+
+// clientError returns err's JSON-RPC error when a node's server refused
+// the call for a capability the client did not declare (-32021): that is
+// the client's to know, as the protocol error it is, not a tool's failure.
+func clientError(err error) *jsonrpc.Error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Code == mcp.CodeMissingRequiredClientCapabilities {
+		return je
+	}
+	return nil
 }

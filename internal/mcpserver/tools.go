@@ -183,6 +183,9 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
+			if je := clientError(err); je != nil { // modern.go
+				return nil, je
+			}
 			// The call could not be made (node not ready, bad arguments,
 			// connection lost): the model reads why and may try again.
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
