@@ -32,7 +32,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer ss.Close()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "raw"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "raw"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: LegacyProtocol})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -29,6 +29,12 @@ var ErrInterrupted = errors.New("call interrupted")
 
 var errStopping = errors.New("the node was stopped while the call ran")
 
+// sdkStreamEnded ends the error the Go SDK's streamable client gives a
+// call whose event stream ended before its result with no event ID to
+// resume it from (streamableClientConn.processStream, v1.8.0); it has no
+// sentinel.
+const sdkStreamEnded = "request terminated without response"
+
 // call is one tool call in flight.
 type call struct {
 	req    *node.CallRequest
@@ -58,6 +64,15 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		if rerr := n.reconnect(ctx); rerr != nil {
 			return nil, fmt.Errorf("tool %q on node %q: the server forgot nerve's session and reconnecting failed: %w", req.Tool, n.ID(), rerr)
 		}
+		res, err = n.callOnce(ctx, req)
+	}
+	if askedTheOldWay(res, err) && ctx.Err() == nil && n.speakLegacy(ctx) {
+		// A server written for 2025-11-25 asked for input in the middle
+		// of the call, which 2026-07-28 forbids, and failed it there;
+		// the node now speaks 2025-11-25 and the call is sent once more.
+		// A server of 2026-07-28 is made to run a handler again up to
+		// where it asks for input (input_required), so the first run
+		// did no more than a first round of that would have.
 		res, err = n.callOnce(ctx, req)
 	}
 	n.touch()
@@ -148,7 +163,7 @@ func (n *Node) callTimeout() time.Duration {
 func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.CallToolResult, error) {
 	token := "nerve-" + strconv.FormatInt(n.seq.Add(1), 10)
 	idle := n.callTimeout()
-	cctx, cancel := context.WithCancelCause(ctx)
+	cctx, cancel := context.WithCancelCause(context.WithValue(ctx, callKey{}, token))
 	defer cancel(nil)
 	// One timer serves both limits: it fires at the idle deadline (moved
 	// on by progress) or at the cap, whichever is first.
@@ -183,8 +198,17 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		}
 		params.Meta[node.ChainMetaKey] = chain
 	}
-	res, err := c.cs.CallTool(cctx, params)
+	var res *mcp.CallToolResult
+	var err error
+	if !isModern(c.cs) && n.needsTask(req.Tool) {
+		res, err = callTaskV1(cctx, c.cs, params) // tasks.go
+	} else {
+		res, err = c.cs.CallTool(cctx, params)
+	}
 	if err == nil {
+		if lt, ok := taskOf(res); ok {
+			return n.awaitTask(ctx, cctx, c, cl, lt)
+		}
 		return res, nil
 	}
 	if cctx.Err() != nil {
@@ -203,6 +227,13 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 				n.scheduleRestart(c)
 			}
 			return nil, fmt.Errorf("tool %q on node %q: %s", req.Tool, n.ID(), msg)
+		}
+		if strings.HasSuffix(err.Error(), sdkStreamEnded) {
+			// The server ended the call's event stream before the result,
+			// with no event ID to resume it from (the SDK resumes one that
+			// has an ID, with GET and Last-Event-ID): the result is lost.
+			// The connection is fine.
+			return nil, fmt.Errorf("tool %q on node %q: the server closed the call's event stream before its result without sending an event ID to resume it from, so the result is lost and the tool may have run (check before you repeat it); a server that closes streams mid-call must keep its events for clients to resume (MCP resumability, SEP-1699)", req.Tool, n.ID())
 		}
 		if errors.Is(err, mcp.ErrSessionMissing) || strings.HasSuffix(err.Error(), ": "+http.StatusText(http.StatusBadRequest)) {
 			// 404 for our session id (the spec's way to say the session
@@ -259,6 +290,20 @@ func (n *Node) cancelCalls(cause error) {
 	}
 }
 
+// alive is a sign of life of the call's server: progress, or a task
+// that answered tasks/get. It moves the idle deadline on, up to the cap.
+func (cl *call) alive() {
+	cl.timer.Reset(min(cl.idle, time.Until(cl.capAt)))
+}
+
+// needsTask reports whether tool must be called as a task of MCP
+// 2025-11-25 (its execution.taskSupport is "required").
+func (n *Node) needsTask(tool string) bool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return taskSupport(n.toolIndex[tool]) == "required"
+}
+
 func (n *Node) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	if req.Params != nil {
 		n.progress(req.Params)
@@ -276,7 +321,7 @@ func (n *Node) progress(p *mcp.ProgressNotificationParams) {
 	if cl == nil {
 		return
 	}
-	cl.timer.Reset(min(cl.idle, time.Until(cl.capAt))) // progress keeps a call alive, up to the cap
+	cl.alive() // progress keeps a call alive, up to the cap
 	cl.req.Emit(node.CallEvent{Kind: node.EventProgress, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
