@@ -2,12 +2,15 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // connectModern connects an in-memory Go SDK client speaking 2026-07-28
@@ -127,4 +130,52 @@ func TestModernElicitationAcrossEras(t *testing.T) {
 			t.Errorf("answer: %s, want the server's result for a declined elicitation", mustJSON(res))
 		}
 	})
+}
+
+// TestModernGraphAsk: a graph's ask: gate, called by a client of
+// 2026-07-28 through the session's server, reaches it as input_required;
+// the answer of its retry is the step's, and the run goes on with it. A
+// retry that gives no answer is asked again.
+func TestModernGraphAsk(t *testing.T) {
+	s := newSession(t)
+	addNode(t, s, node.Spec{ID: "e", Kind: "identity"})
+	src, _ := json.Marshal(map[string]string{"source": "inputs: {f: string}\nsteps:\n  ok: {ask: \"ship ${inputs.f}?\"}\n  go: {call: e.identity, args: {text: \"shipped: ${steps.ok.text}\"}}\n"})
+	addNode(t, s, node.Spec{ID: "release", Kind: "graph", Options: src})
+	srv := serve(t, NewSessionBackend(s), nil)
+	cs := connectModern(t, srv, &mcp.ClientOptions{
+		Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+	})
+	call := func(answers mcp.InputResponseMap, state string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "release.run", Arguments: map[string]any{"f": "v2"}, InputResponses: answers, RequestState: state})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := call(nil, "")
+	if !res.NeedsInput() || len(res.InputRequests) != 1 {
+		t.Fatalf("first round: %s, want the gate's question", mustJSON(res))
+	}
+	var key string
+	for k, q := range res.InputRequests {
+		key = k
+		if p, ok := q.(*mcp.ElicitParams); !ok || p.Message != "ship v2?" {
+			t.Fatalf("question %s, want the gate's", mustJSON(q))
+		}
+	}
+	// A retry that answers something else: the question stands.
+	again := call(mcp.InputResponseMap{"other": &mcp.ElicitResult{Action: "accept"}}, res.RequestState)
+	if !again.NeedsInput() || again.InputRequests[key] == nil || again.RequestState == res.RequestState {
+		t.Fatalf("a retry without the answer: %s, want the same question under a new requestState", mustJSON(again))
+	}
+	// The first requestState is spent.
+	if _, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "release.run", Arguments: map[string]any{"f": "v2"}, RequestState: res.RequestState}); err == nil {
+		t.Error("an old requestState was taken")
+	}
+	done := call(mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}}, again.RequestState)
+	if done.NeedsInput() || !strings.Contains(resultText(done), "shipped: yes") {
+		t.Errorf("last round: %s, want the run's output with the answer", mustJSON(done))
+	}
 }
