@@ -27,6 +27,10 @@ func (s *Server) callContext(ctx context.Context, ss *mcp.ServerSession) context
 		// (mrtr.go).
 		who, caps = pc, pc.capabilities()
 	}
+	if t := taskOf(ctx); t != nil {
+		// … or through its task's tasks/get (tasks.go).
+		who, caps = t, t.caps
+	}
 	if !canElicitForm(caps) {
 		return ctx
 	}

@@ -78,17 +78,20 @@ func modernSession(ss *mcp.ServerSession) bool {
 // after it, which the stateless handler refuses in the era's words), or
 // whose body is server/discover or carries that era's _meta. Everything
 // else — initialize, and every request of a session — is the other era's.
-// The body is read to decide and put back; a body over the cap is
-// answered 413 here (handled is true).
+// The body is read to decide and put back. A request it answers itself
+// (handled) is one whose body is over the cap (413), or a tasks method
+// whose Mcp-Name header is not its taskId (-32020, which the SDK checks
+// for its own methods only).
 func isModernHTTP(w http.ResponseWriter, r *http.Request) (modern, handled bool) {
 	if r.Header.Get(sessionHeader) != "" {
 		return false, false
 	}
-	if v := strings.TrimSpace(r.Header.Get(protocolHeader)); v >= modernProtocol {
-		return true, false
-	}
+	byHeader := strings.TrimSpace(r.Header.Get(protocolHeader)) >= modernProtocol
 	if r.Method != http.MethodPost || r.Body == nil {
-		return false, false
+		return byHeader, false
+	}
+	if byHeader && !strings.HasPrefix(strings.TrimSpace(r.Header.Get("Mcp-Method")), "tasks/") {
+		return true, false // no need to read the body
 	}
 	body, err := io.ReadAll(r.Body)
 	r.Body.Close()
@@ -106,19 +109,38 @@ func isModernHTTP(w http.ResponseWriter, r *http.Request) (modern, handled bool)
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	var msg struct {
-		Method string `json:"method"`
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
 		Params struct {
-			Meta map[string]any `json:"_meta"`
+			Meta   map[string]any `json:"_meta"`
+			TaskID *string        `json:"taskId"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) != nil { // a batch, or not JSON: the SDK says what is wrong
-		return false, false
-	}
-	if msg.Method == "server/discover" {
-		return true, false
+		return byHeader, false
 	}
 	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	return v >= modernProtocol, false
+	modern = byHeader || msg.Method == "server/discover" || v >= modernProtocol
+	switch msg.Method {
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		name := strings.TrimSpace(r.Header.Get("Mcp-Name"))
+		if modern && (msg.Params.TaskID == nil || name != *msg.Params.TaskID) {
+			writeHeaderMismatch(w, msg.ID, fmt.Sprintf("the Mcp-Name header %q is not the request's params.taskId: a %s request carries its task's id in both", name, msg.Method))
+			return true, true
+		}
+	}
+	return modern, false
+}
+
+// writeHeaderMismatch answers a request whose headers do not match its
+// body: HTTP 400 and JSON-RPC -32020.
+func writeHeaderMismatch(w http.ResponseWriter, id json.RawMessage, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": mcp.CodeHeaderMismatch, "message": message}})
 }
 
 // clientError returns err's JSON-RPC error when a node's server refused

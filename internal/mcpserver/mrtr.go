@@ -448,7 +448,8 @@ func clip(s string, n int) string {
 // roundsTool wraps a tool's handler.
 func (s *Server) roundsTool(name string, h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if req.Params == nil || !modernRequest(req) {
+		if req.Params == nil || !modernRequest(req) || taskOf(ctx) != nil {
+			// A task asks through tasks/get instead (tasks.go).
 			return h(ctx, req)
 		}
 		p := *req.Params

@@ -47,6 +47,8 @@ func (s *Server) client(want func(*mcp.ClientCapabilities) bool) asker {
 			if c := a.capabilities(); c != nil && want(c) {
 				return a
 			}
+		case *task:
+			return a // its client polls for the question (tasks.go)
 		case *mcp.ServerSession:
 			if slices.Contains(live, a) {
 				return a
@@ -114,7 +116,13 @@ func (a attachment) available() bool {
 		return true
 	}
 	a.s.inflightMu.Lock()
-	modern := slices.ContainsFunc(a.s.inflight, func(c asker) bool { _, ok := c.(*pendingCall); return ok })
+	modern := slices.ContainsFunc(a.s.inflight, func(c asker) bool {
+		switch c.(type) {
+		case *pendingCall, *task:
+			return true
+		}
+		return false
+	})
 	a.s.inflightMu.Unlock()
 	if modern {
 		return true // a call of a 2026-07-28 client runs: it is asked through input_required

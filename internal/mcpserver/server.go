@@ -161,6 +161,7 @@ func New(b Backend, opts *Options) *Server {
 	}
 	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
 	s.srv.AddReceivingMiddleware(s.middleware)
+	s.addTasks() // tasks.go
 	s.updates = sendq.New(64<<10, s.sendUpdates)
 	return s
 }
@@ -325,6 +326,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if ctx, err = node.WithCallChain(ctx, node.ChainFromMeta(p.GetMeta())); err != nil {
 					return nil, err
 				}
+			}
+			if res, ok, err := s.callAsTask(ctx, req, next); ok { // tasks.go
+				return res, err
 			}
 		case "logging/setLevel":
 			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {

@@ -35,6 +35,9 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 		Logging:     &mcp.LoggingCapabilities{},
 		Completions: &mcp.CompletionCapabilities{},
+		// A client of 2026-07-28 that declares it gets a task for a
+		// graph's run and a long call (tasks.go).
+		Extensions: map[string]any{tasksExtension: map[string]any{}},
 	}
 	o := &mcp.ServerOptions{
 		Capabilities:       caps,

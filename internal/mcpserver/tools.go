@@ -169,7 +169,11 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 				s.log.Debug("a client did not read a call's events in time", zap.Int("dropped", lost))
 			}
 		}()
+		task := taskOf(ctx) // tasks.go
 		observe := func(ev node.CallEvent) {
+			if task != nil {
+				task.observe(ev)
+			}
 			q.Push(ev, 256+len(ev.Text)+len(ev.Message)+len(ev.Data))
 		}
 		var args json.RawMessage
