@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -152,4 +154,57 @@ func clientError(err error) *jsonrpc.Error {
 		return je
 	}
 	return nil
+}
+
+// listCacher is an mcp node that knows how long its server said a list
+// stays good (2026-07-28's ttlMs and cacheScope, kept in its catalogue):
+// what is left of it, and its scope. A node without it has said nothing.
+type listCacher interface {
+	ListCache(list string) (left time.Duration, scope string)
+}
+
+// cacheLists names the lists by method, as a node's catalogue does.
+var cacheLists = map[string]string{
+	"tools/list":               "tools",
+	"resources/list":           "resources",
+	"resources/templates/list": "resource_templates",
+	"prompts/list":             "prompts",
+}
+
+// setCacheable says how long a client may keep a list (SEP-2549): always
+// private — a session's lists are its person's, behind the endpoint's
+// token, and shaped by the URL's filters — and, in node mode, for as long
+// as the server behind the node said its list stays good, if it did. A
+// session's lists change with its nodes, of which nerve tells the client
+// (list_changed, subscriptions/listen): they are given no time (ttlMs 0).
+func (s *Server) setCacheable(ctx context.Context, req mcp.Request, c *mcp.Cacheable) {
+	c.CacheScope = "private"
+	list, ok := cacheLists[methodOf(req)]
+	if !ok || s.opts.Node == "" {
+		return
+	}
+	mn, err := s.b.MCPNode(ctx, s.opts.Node)
+	if err != nil {
+		return
+	}
+	if lc, ok := mn.(listCacher); ok {
+		if left, _ := lc.ListCache(list); left > 0 {
+			c.TTLMs = int(left.Milliseconds())
+		}
+	}
+}
+
+// methodOf names the method of a list request by its params.
+func methodOf(req mcp.Request) string {
+	switch req.GetParams().(type) {
+	case *mcp.ListToolsParams:
+		return "tools/list"
+	case *mcp.ListResourcesParams:
+		return "resources/list"
+	case *mcp.ListResourceTemplatesParams:
+		return "resources/templates/list"
+	case *mcp.ListPromptsParams:
+		return "prompts/list"
+	}
+	return ""
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -198,7 +199,7 @@ func TestHTTPModernWire(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	if code != http.StatusOK || res["resultType"] != "complete" || res["cacheScope"] == nil || res["ttlMs"] == nil {
+	if code != http.StatusOK || res["resultType"] != "complete" || res["cacheScope"] != "private" || res["ttlMs"] == nil {
 		t.Errorf("tools/list: %d %s, want resultType complete, ttlMs and cacheScope", code, body)
 	}
 	if !slices.Equal(names, []string{"a.identity", "b.identity"}) {
@@ -239,4 +240,57 @@ func TestHTTPModernWire(t *testing.T) {
 	if resp.Header.Get(sessionHeader) == "" {
 		t.Error("initialize got no session")
 	}
+}
+
+// ttlBackend's node says its server keeps its tool list good for 90 s.
+type ttlBackend struct{ *SessionBackend }
+
+type ttlNode struct{ MCPNode }
+
+func (ttlNode) ListCache(list string) (time.Duration, string) {
+	if list == "tools" {
+		return 90 * time.Second, "public"
+	}
+	return 0, ""
+}
+
+func (b ttlBackend) MCPNode(ctx context.Context, id string) (MCPNode, error) {
+	n, err := b.SessionBackend.MCPNode(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return ttlNode{n}, nil
+}
+
+// TestListCache: a client of 2026-07-28 may keep a node's tool list as
+// long as its server said (what is left of its ttl), never beyond the
+// person it was served to (private); a session's lists get no time.
+func TestListCache(t *testing.T) {
+	s := newSession(t)
+	addNode(t, s, fixtureNode(t, "fx"))
+	b := ttlBackend{NewSessionBackend(s)}
+	for _, tc := range []struct {
+		opts *Options
+		ttl  int
+	}{{&Options{Node: "fx"}, 90_000}, {nil, 0}} {
+		cs := connectModern(t, serve(t, b, tc.opts), nil)
+		tl, err := cs.ListTools(t.Context(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tl.CacheScope != "private" || tl.TTLMs > tc.ttl || tc.ttl > 0 && tl.TTLMs < tc.ttl-10_000 {
+			t.Errorf("node %q: tools/list ttlMs %d cacheScope %q, want about %d and private", nodeOpt(tc.opts), tl.TTLMs, tl.CacheScope, tc.ttl)
+		}
+		pl, err := cs.ListPrompts(t.Context(), nil)
+		if err != nil || pl.CacheScope != "private" || pl.TTLMs != 0 {
+			t.Errorf("prompts/list: %v ttlMs %d cacheScope %q, want 0 and private", err, pl.TTLMs, pl.CacheScope)
+		}
+	}
+}
+
+func nodeOpt(o *Options) string {
+	if o == nil {
+		return ""
+	}
+	return o.Node
 }

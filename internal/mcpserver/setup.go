@@ -45,6 +45,7 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.last.Store(req.Session) },
+		SetCacheable:       s.setCacheable, // modern.go
 		// Both eras (modern.go): a client of 2026-07-28 is served without
 		// a session, and what a node asks in the middle of its call reaches
 		// it as input_required (mrtr.go); initialize negotiates 2025-11-25
