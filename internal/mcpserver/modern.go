@@ -208,3 +208,15 @@ func methodOf(req mcp.Request) string {
 	}
 	return ""
 }
+
+// withData keeps what a node's server said in a JSON-RPC error the node
+// wrapped: its code and its data (the SDK's encoding keeps the code of a
+// wrapped error, not its data), with nerve's message around it. A
+// resource not found says which URI (SEP-2164).
+func withData(err error) error {
+	var je *jsonrpc.Error
+	if err == nil || !errors.As(err, &je) || len(je.Data) == 0 || err == error(je) {
+		return err
+	}
+	return &jsonrpc.Error{Code: je.Code, Message: err.Error(), Data: je.Data}
+}

@@ -15,7 +15,8 @@ func (s *Server) resourceHandler(id string) mcp.ResourceHandler {
 		if err != nil {
 			return nil, err
 		}
-		return f.ReadResource(ctx, req.Params.URI)
+		res, err := f.ReadResource(ctx, req.Params.URI)
+		return res, withData(err) // modern.go
 	}) // mrtr.go
 }
 

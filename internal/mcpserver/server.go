@@ -343,7 +343,8 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if err != nil {
 					return nil, err
 				}
-				return f.ReadResource(ctx, p.URI)
+				res, err := f.ReadResource(ctx, p.URI)
+				return res, withData(err) // modern.go
 			}
 		}
 		return next(ctx, method, req)
