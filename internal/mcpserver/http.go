@@ -341,7 +341,9 @@ func (h *HTTPHandler) makeRoomLocked() error {
 		return nil
 	}
 	for key, hs := range h.servers {
-		idle := time.Since(hs.made) > idleGrace
+		// A server holding calls of 2026-07-28 clients between rounds
+		// (mrtr.go) has clients, though none has a session.
+		idle := time.Since(hs.made) > idleGrace && hs.s.pendingCount() == 0
 		for range hs.s.MCP().Sessions() {
 			idle = false
 			break

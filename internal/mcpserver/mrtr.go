@@ -85,11 +85,34 @@ type question struct {
 	answer chan mcp.InputResponse // capacity 1
 }
 
-// pendingCalls holds a server's calls between rounds, by requestState.
+// pendingCalls holds a server's calls between rounds, by requestState,
+// and knows every call running so that Run's end stops them.
 type pendingCalls struct {
-	mu sync.Mutex
-	m  map[string]*pendingCall
+	mu      sync.Mutex
+	m       map[string]*pendingCall
+	running map[*pendingCall]struct{}
+	stopped bool // Run ended: no call starts
+	wg      sync.WaitGroup
 }
+
+// stop cancels every call of the server's 2026-07-28 clients and waits
+// for them to end (Run's end).
+func (p *pendingCalls) stop() {
+	p.mu.Lock()
+	p.stopped = true
+	var running []*pendingCall
+	for pc := range p.running {
+		running = append(running, pc)
+	}
+	p.mu.Unlock()
+	for _, pc := range running {
+		pc.cancel(errServerStopped)
+	}
+	p.wg.Wait()
+}
+
+// errServerStopped ends the calls of a server that stopped.
+var errServerStopped = errors.New("nerve's MCP server for this client stopped")
 
 // rounds answers a request of a 2026-07-28 client: a new call, run by run,
 // or the retry of one (a requestState). It returns the call's result, or
@@ -120,8 +143,24 @@ func (s *Server) startPending(ctx context.Context, key string, caps *mcp.ClientC
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	pc := &pendingCall{s: s, key: key, cancel: cancel, done: make(chan struct{}), caps: caps, changed: make(chan struct{}, 1), waiting: true}
 	cctx = context.WithValue(cctx, pendingKey{}, pc)
+	s.pending.mu.Lock()
+	if s.pending.stopped {
+		cancel(errServerStopped)
+	}
+	if s.pending.running == nil {
+		s.pending.running = map[*pendingCall]struct{}{}
+	}
+	s.pending.running[pc] = struct{}{}
+	s.pending.wg.Add(1)
+	s.pending.mu.Unlock()
 	ended := s.callStarted(pc) // node hooks reach it (relay.go)
 	go func() {
+		defer s.pending.wg.Done()
+		defer func() {
+			s.pending.mu.Lock()
+			delete(s.pending.running, pc)
+			s.pending.mu.Unlock()
+		}()
 		defer close(pc.done)
 		defer ended()
 		defer cancel(nil)

@@ -182,6 +182,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // it and is not an error.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.once.Do(func() { close(s.ready) })
+	defer s.pending.stop() // the calls of its 2026-07-28 clients (mrtr.go)
 	w, err := s.b.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("watching the session: %w", err)

@@ -97,6 +97,10 @@ type task struct {
 	done   chan struct{}
 	caps   *mcp.ClientCapabilities // of the request that made it
 
+	// saveMu makes the writes of the record one at a time, each of the
+	// record as it is then: the last write has the last state.
+	saveMu sync.Mutex
+
 	// mu guards rec and asks.
 	mu   sync.Mutex
 	rec  taskRecord
@@ -129,11 +133,18 @@ func (t *task) set(save bool, change func(r *taskRecord)) {
 	}
 	change(&t.rec)
 	t.rec.Updated = time.Now().UTC()
-	rec := t.rec
 	t.mu.Unlock()
 	if save {
-		t.store.save(rec)
+		t.persist()
 	}
+}
+
+// persist writes the task's record as it is now.
+func (t *task) persist() error {
+	t.saveMu.Lock()
+	defer t.saveMu.Unlock()
+	rec, _ := t.snapshot()
+	return t.store.save(rec)
 }
 
 // observe takes what a task's call reports: a graph's run id (kept, so a
@@ -500,9 +511,10 @@ func (s *Server) callAsTask(ctx context.Context, req mcp.Request, next mcp.Metho
 		return nil, true, ctx.Err()
 	}
 	// Durable before it is announced: a tasks/get for it resolves.
+	perr := t.persist()
 	rec, _ := t.snapshot()
-	if err := st.save(rec); err != nil {
-		s.log.Warn("a task is kept in memory only", zap.String("task", rec.ID), zap.Error(err))
+	if perr != nil {
+		s.log.Warn("a task is kept in memory only", zap.String("task", rec.ID), zap.Error(perr))
 	}
 	s.log.Info("a call became a task", zap.String("task", rec.ID), zap.String("node", rec.Node), zap.String("tool", rec.Tool))
 	return &createTaskResult{ResultType: "task", taskWire: rec.wire()}, true, nil

@@ -237,7 +237,7 @@ func (st *taskStore) takeUp(rec taskRecord) {
 		rec.Message = rec.Error.Message
 		t := st.newTask(rec)
 		close(t.done)
-		st.save(rec)
+		t.persist()
 		return
 	}
 	rec.Status = taskWorking
@@ -248,7 +248,7 @@ func (st *taskStore) takeUp(rec taskRecord) {
 		rec.Message = "the daemon restarted: run " + rec.Run + " goes on from its journal"
 	}
 	t := st.newTask(rec)
-	st.save(rec)
+	t.persist()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	t.cancel = cancel
 	ctx = context.WithValue(ctx, taskKey{}, t)
