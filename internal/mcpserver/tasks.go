@@ -14,15 +14,16 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/mcptasks"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // The tasks extension (io.modelcontextprotocol/tasks, SEP-2663), the
-// server's half. The Go SDK has none; this is built on its extension
-// hooks: a receiving middleware answers tools/call with a task
-// (CreateTaskResult, resultType "task"), and tasks/get, tasks/update and
-// tasks/cancel are custom methods. A client of 2026-07-28 that declares
+// server's half. The Go SDK has none; internal/mcptasks is its wire on the
+// SDK's extension hooks (tasks/get, tasks/update and tasks/cancel as
+// custom methods), and here a receiving middleware answers tools/call
+// with a task (CreateTaskResult, resultType "task"). A client of 2026-07-28 that declares
 // the extension in its request's capabilities gets a task for
 //
 //   - a graph's run, at once: it outlives the client that started it,
@@ -37,15 +38,15 @@ import (
 // them (taskstore.go keeps them, on disk in the session's folder).
 
 // tasksExtension names the extension in capabilities.
-const tasksExtension = "io.modelcontextprotocol/tasks"
+const tasksExtension = mcptasks.Extension
 
 // Task statuses.
 const (
-	taskWorking       = "working"
-	taskInputRequired = "input_required"
-	taskCompleted     = "completed"
-	taskFailed        = "failed"
-	taskCancelled     = "cancelled"
+	taskWorking       = mcptasks.Working
+	taskInputRequired = mcptasks.InputRequired
+	taskCompleted     = mcptasks.Completed
+	taskFailed        = mcptasks.Failed
+	taskCancelled     = mcptasks.Cancelled
 )
 
 // Task timing.
@@ -85,9 +86,7 @@ type taskRecord struct {
 	Resumed int             `json:"resumed,omitempty"` // daemon restarts it outlived
 }
 
-func terminal(status string) bool {
-	return status == taskCompleted || status == taskFailed || status == taskCancelled
-}
+func terminal(status string) bool { return mcptasks.Terminal(status) }
 
 // task is a task of this daemon: its record, its call's cancellation and
 // its questions (it is an asker, relay.go).
@@ -295,147 +294,61 @@ func (a taskAttachment) Elicit(ctx context.Context, _ string, req *mcp.ElicitPar
 
 func (taskAttachment) ResourceUpdated(string) {}
 
-// Wire shapes of the extension.
-
-// createTaskResult answers a tools/call with a task: Result & Task, flat.
-type createTaskResult struct {
-	mcp.ResultBase
-	ResultType string `json:"resultType"`
-	taskWire
-}
-
-// taskWire is the Task of the extension.
-type taskWire struct {
-	TaskID         string `json:"taskId"`
-	Status         string `json:"status"`
-	StatusMessage  string `json:"statusMessage,omitempty"`
-	CreatedAt      string `json:"createdAt"`
-	LastUpdatedAt  string `json:"lastUpdatedAt"`
-	TTLMs          int64  `json:"ttlMs"`
-	PollIntervalMs int64  `json:"pollIntervalMs"`
-}
-
-// detailedTask is tasks/get's answer: the task with what its status
-// carries (a result, an error, the open questions).
-type detailedTask struct {
-	mcp.ResultBase
-	ResultType string `json:"resultType"`
-	taskWire
-	Result        json.RawMessage     `json:"result,omitempty"`
-	Error         *jsonrpc.Error      `json:"error,omitempty"`
-	InputRequests mcp.InputRequestMap `json:"inputRequests,omitempty"`
-}
-
-// completeAck is tasks/update's and tasks/cancel's empty answer.
-type completeAck struct {
-	mcp.ResultBase
-	ResultType string `json:"resultType"`
-}
-
-type taskIDParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId"`
-}
-
-type taskUpdateParams struct {
-	mcp.ParamsBase
-	TaskID         string               `json:"taskId"`
-	InputResponses mcp.InputResponseMap `json:"inputResponses"`
-}
-
-func (r taskRecord) wire() taskWire {
-	return taskWire{
+// wire is the record as the extension's Task.
+func (r taskRecord) wire() mcptasks.Task {
+	return mcptasks.Task{
 		TaskID: r.ID, Status: r.Status, StatusMessage: r.Message,
-		CreatedAt: r.Created.Format(time.RFC3339Nano), LastUpdatedAt: r.Updated.Format(time.RFC3339Nano),
+		CreatedAt: mcptasks.Time(r.Created), LastUpdatedAt: mcptasks.Time(r.Updated),
 		TTLMs: taskTTL.Milliseconds(), PollIntervalMs: taskPoll.Milliseconds(),
 	}
 }
 
-// declaresTasks reports whether the client declared the extension for
-// this request (in its _meta) or its session.
-func declaresTasks(caps *mcp.ClientCapabilities) bool {
-	if caps == nil {
-		return false
+// taskMethods are a server's answers to tasks/get, tasks/update and
+// tasks/cancel (mcptasks.Handler): the tasks of its session.
+type taskMethods struct{ s *Server }
+
+func (m taskMethods) task(id string) (*task, error) {
+	if st := m.s.taskStore(); st != nil {
+		if t := st.get(id); t != nil {
+			return t, nil
+		}
 	}
-	_, ok := caps.Extensions[tasksExtension]
-	return ok
+	return nil, mcptasks.ErrUnknown(clip(id, 40), fmt.Sprintf("it never was, or it ended more than %v ago", taskTTL))
 }
 
-// capsOf reads the client capabilities of a request's _meta.
-func capsOf(meta map[string]any) *mcp.ClientCapabilities {
-	raw, ok := meta[mcp.MetaKeyClientCapabilities]
-	if !ok {
-		return nil
-	}
-	b, err := json.Marshal(raw)
+func (m taskMethods) Get(_ context.Context, id string) (*mcptasks.DetailedTask, error) {
+	t, err := m.task(id)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	var c mcp.ClientCapabilities
-	if json.Unmarshal(b, &c) != nil {
-		return nil
-	}
-	return &c
+	rec, qs := t.snapshot()
+	return &mcptasks.DetailedTask{Task: rec.wire(), Result: rec.Result, Error: rec.Error, InputRequests: qs}, nil
 }
 
-// errNoTasksCapability refuses a tasks method to a client that did not
-// declare the extension.
-func errNoTasksCapability() error {
-	data, _ := json.Marshal(mcp.MissingRequiredClientCapabilityData{RequiredCapabilities: &mcp.ClientCapabilities{Extensions: map[string]any{tasksExtension: map[string]any{}}}})
-	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "the tasks methods need the client capability " + tasksExtension + " (declare it in _meta." + mcp.MetaKeyClientCapabilities + ".extensions)", Data: data}
+func (m taskMethods) Update(_ context.Context, id string, answers mcp.InputResponseMap) error {
+	t, err := m.task(id)
+	if err != nil {
+		return err
+	}
+	return t.answer(answers)
 }
 
-// addTasks installs the extension on the server.
+func (m taskMethods) Cancel(_ context.Context, id string) error {
+	t, err := m.task(id)
+	if err != nil {
+		return err
+	}
+	if rec, _ := t.snapshot(); !terminal(rec.Status) && t.cancel != nil {
+		t.cancel(errTaskCancelled)
+	}
+	return nil
+}
+
+// addTasks installs the extension's methods on the server.
 func (s *Server) addTasks() {
-	must := func(err error) {
-		if err != nil {
-			panic(err) // a name the SDK took for its own: a programming error
-		}
+	if err := mcptasks.Register(s.srv, taskMethods{s}); err != nil {
+		panic(err) // a name the SDK took for its own: a programming error
 	}
-	must(mcp.AddReceivingCustomMethod(s.srv, "tasks/get", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*detailedTask, error) {
-		t, err := s.taskFor(p.Meta, p.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		rec, qs := t.snapshot()
-		return &detailedTask{ResultType: "complete", taskWire: rec.wire(), Result: rec.Result, Error: rec.Error, InputRequests: qs}, nil
-	}))
-	must(mcp.AddReceivingCustomMethod(s.srv, "tasks/update", func(ctx context.Context, ss *mcp.ServerSession, p *taskUpdateParams) (*completeAck, error) {
-		t, err := s.taskFor(p.Meta, p.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		if err := t.answer(p.InputResponses); err != nil {
-			return nil, err
-		}
-		return &completeAck{ResultType: "complete"}, nil
-	}))
-	must(mcp.AddReceivingCustomMethod(s.srv, "tasks/cancel", func(ctx context.Context, ss *mcp.ServerSession, p *taskIDParams) (*completeAck, error) {
-		t, err := s.taskFor(p.Meta, p.TaskID)
-		if err != nil {
-			return nil, err
-		}
-		if rec, _ := t.snapshot(); !terminal(rec.Status) && t.cancel != nil {
-			t.cancel(errTaskCancelled)
-		}
-		return &completeAck{ResultType: "complete"}, nil
-	}))
-}
-
-// taskFor finds a task for one of the tasks methods.
-func (s *Server) taskFor(meta map[string]any, id string) (*task, error) {
-	if !declaresTasks(capsOf(meta)) {
-		return nil, errNoTasksCapability()
-	}
-	st := s.taskStore()
-	if st == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "no task " + id}
-	}
-	t := st.get(id)
-	if t == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no task %q: it never was, or it ended more than %v ago", clip(id, 40), taskTTL)}
-	}
-	return t, nil
 }
 
 // callAsTask answers a tools/call of a 2026-07-28 client that declared the
@@ -451,7 +364,7 @@ func (s *Server) callAsTask(ctx context.Context, req mcp.Request, next mcp.Metho
 		ProtocolVersion() string
 		ClientCapabilities() *mcp.ClientCapabilities
 	})
-	if !ok || !modernRequest(sr) || !declaresTasks(sr.ClientCapabilities()) {
+	if !ok || !modernRequest(sr) || !mcptasks.Declared(sr.ClientCapabilities()) {
 		return nil, false, nil
 	}
 	s.syncMu.Lock()
@@ -517,7 +430,7 @@ func (s *Server) callAsTask(ctx context.Context, req mcp.Request, next mcp.Metho
 		s.log.Warn("a task is kept in memory only", zap.String("task", rec.ID), zap.Error(perr))
 	}
 	s.log.Info("a call became a task", zap.String("task", rec.ID), zap.String("node", rec.Node), zap.String("tool", rec.Tool))
-	return &createTaskResult{ResultType: "task", taskWire: rec.wire()}, true, nil
+	return mcptasks.NewCreateTaskResult(rec.wire()), true, nil
 }
 
 // nodeKind is the kind of node id ("" if unknown).
