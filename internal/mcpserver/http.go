@@ -169,11 +169,16 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
+	w, finish, ok := guardPOST(w, r, h.opts.MaxBody, h.log)
+	if !ok {
+		return // refused, with a JSON-RPC error for its id
+	}
+	defer finish()
 	handler := srv.h
 	if modern, handled := isModernHTTP(w, r); handled {
 		return
 	} else if modern {
-		handler = srv.modern
+		handler = srv.modern // modern.go
 	}
 	if created := srv.uses.serve(handler, w, r); created != "" {
 		h.reapSessions() // a new session may pass MaxSessions

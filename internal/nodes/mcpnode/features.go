@@ -95,17 +95,12 @@ func (n *Node) discover(ctx context.Context, c *conn, what uint32) error {
 	cs := c.cs
 	caches := map[string]listCache{}
 	if what&listTools != 0 {
-		var tools []*mcp.Tool
-		if caps.Tools != nil {
-			var err error
-			var lc listCache
-			tools, lc, err = listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListToolsResult, error) {
-				return cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
-			}, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) { return r.Tools, r.NextCursor })
-			if err != nil {
-				return &listError{err: err}
-			}
-			caches["tools"] = lc
+		tools, lc, err := n.listTools(ctx, c, caps.Tools != nil) // listing.go
+		if err != nil {
+			return err
+		}
+		if lc != nil {
+			caches["tools"] = *lc
 		}
 		index := make(map[string]*mcp.Tool, len(tools))
 		for _, t := range tools {

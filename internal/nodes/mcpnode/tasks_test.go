@@ -82,14 +82,13 @@ func TestLiftResult(t *testing.T) {
 // HTTP at 2025-11-25 (nerve declares the extension in either era).
 func taskNodes(t *testing.T, ev *events) map[string]*Node {
 	bin := testutil.BuildBinary(t, "./fixtures/mcpserver")
-	modern, legacy := freeAddr(t), freeAddr(t)
-	serveHTTP(t, modern, []string{bin, "--tasks", "--protocol", ModernProtocol, "--http", modern})
-	serveHTTP(t, legacy, []string{bin, "--tasks", "--http", legacy})
+	modern := serveFixture(t, "--tasks", "--protocol", ModernProtocol)
+	legacy := serveFixture(t, "--tasks")
 	out := map[string]*Node{}
 	for name, spec := range map[string]node.Spec{
 		"stdio":       stdioSpec("tasks", []string{bin, "--tasks", "--protocol", ModernProtocol}),
-		"http":        {ID: "tasks", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://` + modern + `/mcp"}`)},
-		"http-legacy": {ID: "tasks", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://` + legacy + `/mcp","protocol":"2025-11-25"}`)},
+		"http":        {ID: "tasks", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"` + modern + `"}`)},
+		"http-legacy": {ID: "tasks", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"` + legacy + `","protocol":"2025-11-25"}`)},
 	} {
 		n, err := newNode(spec, ev.env(), defaultConfig())
 		if err != nil {
@@ -159,10 +158,7 @@ func TestTaskPolledToCompletion(t *testing.T) {
 // as a task sends tasks/cancel; the server's task ends cancelled.
 func TestTaskCancelled(t *testing.T) {
 	ev := newEvents()
-	bin := testutil.BuildBinary(t, "./fixtures/mcpserver")
-	addr := freeAddr(t)
-	serveHTTP(t, addr, []string{bin, "--tasks", "--protocol", ModernProtocol, "--http", addr})
-	url := "http://" + addr + "/mcp"
+	url := serveFixture(t, "--tasks", "--protocol", ModernProtocol)
 	n, err := newNode(node.Spec{ID: "tasks", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"` + url + `"}`)}, ev.env(), defaultConfig())
 	if err != nil {
 		t.Fatal(err)
