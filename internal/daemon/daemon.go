@@ -441,6 +441,9 @@ func (d *Daemon) restoreOne(name string) {
 	}
 	d.log.Info("session restored", zap.String("session", name), zap.Int("nodes", len(nodes)))
 	d.startInBackground(h.s, nodes, func(id string) { d.unmarkRestoring(name, id) })
+	// The MCP tasks the daemon left working go on (a graph's run from its
+	// journal), whether or not a client comes back to poll them.
+	mcpserver.OpenTasks(h.s, d.log.Named("mcp"))
 }
 
 // WaitStarted waits until every background start (restore, default nodes)

@@ -17,11 +17,25 @@ import (
 func (s *Server) callContext(ctx context.Context, ss *mcp.ServerSession) context.Context {
 	c := s.caller(ss)
 	ctx = node.WithCaller(ctx, c)
-	if !canElicitForm(ss) {
+	var who asker = ss
+	caps := (*mcp.ClientCapabilities)(nil)
+	if ss != nil && ss.InitializeParams() != nil && !modernSession(ss) {
+		caps = ss.InitializeParams().Capabilities
+	}
+	if pc := pendingOf(ctx); pc != nil {
+		// A client of 2026-07-28 is asked through input_required
+		// (mrtr.go).
+		who, caps = pc, pc.capabilities()
+	}
+	if t := taskOf(ctx); t != nil {
+		// … or through its task's tasks/get (tasks.go).
+		who, caps = t, t.caps
+	}
+	if !canElicitForm(caps) {
 		return ctx
 	}
 	return session.WithApprover(ctx, func(ctx context.Context, req *session.ApprovalRequest) (session.Approval, error) {
-		res, err := ss.Elicit(ctx, req.Elicitation())
+		res, err := who.Elicit(ctx, req.Elicitation())
 		if err != nil {
 			return session.Approval{}, err
 		}
@@ -29,16 +43,13 @@ func (s *Server) callContext(ctx context.Context, ss *mcp.ServerSession) context
 	})
 }
 
-// canElicitForm reports whether ss's client declared form elicitation
-// (a client that declares elicitation without modes means forms).
-func canElicitForm(ss *mcp.ServerSession) bool {
-	if ss == nil {
+// canElicitForm reports whether a client with caps declared form
+// elicitation (a client that declares elicitation without modes means
+// forms).
+func canElicitForm(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Elicitation == nil {
 		return false
 	}
-	p := ss.InitializeParams()
-	if p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
-		return false
-	}
-	e := p.Capabilities.Elicitation
+	e := caps.Elicitation
 	return e.Form != nil || e.URL == nil
 }

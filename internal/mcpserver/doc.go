@@ -19,5 +19,10 @@
 // logging.go (logging/setLevel), relay.go (sampling and elicitation
 // passed to a client), discover.go and manage.go (the discovery and
 // management tools), expose.go (the exposure filters), http*.go and
-// limit*.go (the HTTP endpoint).
+// limit*.go (the HTTP endpoint); modern.go (the two protocol eras: a
+// client of 2026-07-28 served without a session, on the same URL and on
+// stdio), mrtr.go (a node's question in the middle of such a client's
+// call returned as input_required, the call held until the retry),
+// tasks.go and taskstore.go (the tasks extension: a graph's run and a long
+// call as a task, a session's tasks on disk, taken up after a restart).
 package mcpserver

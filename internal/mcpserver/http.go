@@ -86,14 +86,17 @@ type serverKey struct {
 	code                        bool
 }
 
-// httpServer is one Server and the SDK handler in front of it.
+// httpServer is one Server and the SDK handlers in front of it: h for
+// clients of 2025-11-25 and before (sessions), modern for those of
+// 2026-07-28 (stateless, modern.go).
 type httpServer struct {
-	s    *Server
-	h    http.Handler
-	stop context.CancelFunc // ends Run
-	uses *sessionUses
-	done chan struct{} // closed when Run returned
-	made time.Time
+	s      *Server
+	h      http.Handler
+	modern http.Handler
+	stop   context.CancelFunc // ends Run
+	uses   *sessionUses
+	done   chan struct{} // closed when Run returned
+	made   time.Time
 }
 
 // NewHTTPHandler returns the endpoint's handler.
@@ -171,7 +174,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // refused, with a JSON-RPC error for its id
 	}
 	defer finish()
-	if created := srv.uses.serve(srv.h, w, r); created != "" {
+	handler := srv.h
+	if modern, handled := isModernHTTP(w, r); handled {
+		return
+	} else if modern {
+		handler = srv.modern // modern.go
+	}
+	if created := srv.uses.serve(handler, w, r); created != "" {
 		h.reapSessions() // a new session may pass MaxSessions
 	}
 }
@@ -295,6 +304,13 @@ func (h *HTTPHandler) server(ctx context.Context, key serverKey) (*httpServer, e
 		// progress and results; the store is capped (10 MiB).
 		EventStore: mcp.NewMemoryEventStore(nil),
 	})
+	hs.modern = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.MCP() }, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: h.opts.MaxBody,
+		// A client that goes away (its POST ends) cancels its call: the
+		// request is the whole call in 2026-07-28.
+		PropagateRequestCancellation: true,
+	})
 	h.wg.Go(func() {
 		defer close(hs.done)
 		defer stop()
@@ -330,7 +346,9 @@ func (h *HTTPHandler) makeRoomLocked() error {
 		return nil
 	}
 	for key, hs := range h.servers {
-		idle := time.Since(hs.made) > idleGrace
+		// A server holding calls of 2026-07-28 clients between rounds
+		// (mrtr.go) has clients, though none has a session.
+		idle := time.Since(hs.made) > idleGrace && hs.s.pendingCount() == 0
 		for range hs.s.MCP().Sessions() {
 			idle = false
 			break

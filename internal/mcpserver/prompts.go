@@ -8,12 +8,12 @@ import (
 
 // promptHandler answers prompts/get for the prompt name of node id.
 func (s *Server) promptHandler(id, name string) mcp.PromptHandler {
-	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return s.roundsPrompt(name, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		s.last.Store(req.Session)
 		f, err := s.b.RunningMCPNode(ctx, id)
 		if err != nil {
 			return nil, err
 		}
 		return f.GetPrompt(ctx, name, req.Params.Arguments)
-	}
+	}) // mrtr.go
 }

@@ -13,17 +13,27 @@ import (
 	"github.com/nerve-dev/nerve/pkg/session"
 )
 
+// asker is a client a node's question can be put to: an MCP session of
+// 2025-11-25 or before (*mcp.ServerSession), asked directly, or a call of
+// a 2026-07-28 client (*pendingCall, mrtr.go), asked through
+// input_required.
+type asker interface {
+	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+}
+
 // client returns the MCP client to pass a node's request to: of the
 // clients that can answer it (want reports the capability), the one whose
 // tool call started last and is still running, else the one that spoke
-// last, else any.
-func (s *Server) client(want func(*mcp.ClientCapabilities) bool) *mcp.ServerSession {
+// last, else any. A session of 2026-07-28 is never sent a request: its
+// calls are asked through input_required instead.
+func (s *Server) client(want func(*mcp.ClientCapabilities) bool) asker {
 	s.inflightMu.Lock()
 	busy := slices.Clone(s.inflight)
 	s.inflightMu.Unlock()
 	can := func(ss *mcp.ServerSession) bool {
 		p := ss.InitializeParams()
-		return p != nil && p.Capabilities != nil && want(p.Capabilities) && (s.live == nil || s.live.reachable(ss.ID()))
+		return p != nil && p.Capabilities != nil && want(p.Capabilities) && !modernSession(ss) && (s.live == nil || s.live.reachable(ss.ID()))
 	}
 	var live []*mcp.ServerSession
 	for ss := range s.srv.Sessions() {
@@ -32,8 +42,17 @@ func (s *Server) client(want func(*mcp.ClientCapabilities) bool) *mcp.ServerSess
 		}
 	}
 	for i := len(busy) - 1; i >= 0; i-- {
-		if slices.Contains(live, busy[i]) {
-			return busy[i]
+		switch a := busy[i].(type) {
+		case *pendingCall:
+			if c := a.capabilities(); c != nil && want(c) {
+				return a
+			}
+		case *task:
+			return a // its client polls for the question (tasks.go)
+		case *mcp.ServerSession:
+			if slices.Contains(live, a) {
+				return a
+			}
 		}
 	}
 	if last := s.last.Load(); slices.Contains(live, last) {
@@ -45,16 +64,16 @@ func (s *Server) client(want func(*mcp.ClientCapabilities) bool) *mcp.ServerSess
 	return nil
 }
 
-// callStarted records that ss has a tool call running; the returned
+// callStarted records that a has a tool call running; the returned
 // function ends it.
-func (s *Server) callStarted(ss *mcp.ServerSession) func() {
+func (s *Server) callStarted(a asker) func() {
 	s.inflightMu.Lock()
-	s.inflight = append(s.inflight, ss)
+	s.inflight = append(s.inflight, a)
 	s.inflightMu.Unlock()
 	return func() {
 		s.inflightMu.Lock()
 		defer s.inflightMu.Unlock()
-		if i := slices.Index(s.inflight, ss); i >= 0 {
+		if i := slices.Index(s.inflight, a); i >= 0 {
 			s.inflight = slices.Delete(s.inflight, i, i+1)
 		}
 	}
@@ -111,6 +130,18 @@ func (a attachment) available() bool {
 	if a.s.live == nil {
 		return true
 	}
+	a.s.inflightMu.Lock()
+	modern := slices.ContainsFunc(a.s.inflight, func(c asker) bool {
+		switch c.(type) {
+		case *pendingCall, *task:
+			return true
+		}
+		return false
+	})
+	a.s.inflightMu.Unlock()
+	if modern {
+		return true // a call of a 2026-07-28 client runs: it is asked through input_required
+	}
 	for ss := range a.s.srv.Sessions() {
 		if a.s.live.reachable(ss.ID()) {
 			return true
@@ -128,8 +159,9 @@ type liveness interface {
 // whileReachable returns ctx cancelled when ss's client can no longer be
 // reached (its stream ended while the request waited for an answer), and
 // a function that ends the watch and says whether that happened.
-func (s *Server) whileReachable(ctx context.Context, ss *mcp.ServerSession) (context.Context, func() bool) {
-	if s.live == nil {
+func (s *Server) whileReachable(ctx context.Context, a asker) (context.Context, func() bool) {
+	ss, ok := a.(*mcp.ServerSession)
+	if s.live == nil || !ok {
 		return ctx, func() bool { return false }
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

@@ -9,14 +9,15 @@ import (
 // resourceHandler answers resources/read for a resource or template of
 // node id.
 func (s *Server) resourceHandler(id string) mcp.ResourceHandler {
-	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return s.roundsResource(func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		s.last.Store(req.Session)
 		f, err := s.b.RunningMCPNode(ctx, id)
 		if err != nil {
 			return nil, err
 		}
-		return f.ReadResource(ctx, req.Params.URI)
-	}
+		res, err := f.ReadResource(ctx, req.Params.URI)
+		return res, withData(err) // modern.go
+	}) // mrtr.go
 }
 
 // nodeOfURI finds the node serving uri: a listed resource, else a

@@ -107,9 +107,13 @@ type Server struct {
 	updates *sendq.Queue[string]
 
 	// inflightMu guards inflight: the client of each tool call running,
-	// in the order they started.
+	// in the order they started (relay.go).
 	inflightMu sync.Mutex
-	inflight   []*mcp.ServerSession
+	inflight   []asker
+
+	// pending holds the calls of 2026-07-28 clients between rounds
+	// (mrtr.go).
+	pending pendingCalls
 
 	// syncMu serialises Sync and guards the fields below: what is served
 	// now, by served name (tools, prompts) or URI (resources, templates).
@@ -157,6 +161,7 @@ func New(b Backend, opts *Options) *Server {
 	}
 	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
 	s.srv.AddReceivingMiddleware(s.middleware)
+	s.addTasks() // tasks.go
 	s.updates = sendq.New(64<<10, s.sendUpdates)
 	return s
 }
@@ -177,6 +182,7 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // it and is not an error.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.once.Do(func() { close(s.ready) })
+	defer s.pending.stop() // the calls of its 2026-07-28 clients (mrtr.go)
 	w, err := s.b.Watch(ctx)
 	if err != nil {
 		return fmt.Errorf("watching the session: %w", err)
@@ -295,6 +301,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 					return nil, err
 				}
 			}
+			if res, ok, err := s.callAsTask(ctx, req, next); ok { // tasks.go
+				return res, err
+			}
 		case "logging/setLevel":
 			if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && p != nil {
 				s.setLevel(ctx, string(p.Level))
@@ -308,7 +317,8 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if err != nil {
 					return nil, err
 				}
-				return f.ReadResource(ctx, p.URI)
+				res, err := f.ReadResource(ctx, p.URI)
+				return res, withData(err) // modern.go
 			}
 		}
 		return next(ctx, method, req)

@@ -3,13 +3,9 @@ package mcpserver
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// maxProtocol is the newest protocol version the server speaks.
-const maxProtocol = "2025-11-25"
 
 // SessionTitle starts the title a session's MCP server gives in its
 // serverInfo ("nerve session default"): with the name "nerve" it tells an
@@ -39,6 +35,9 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 		Logging:     &mcp.LoggingCapabilities{},
 		Completions: &mcp.CompletionCapabilities{},
+		// A client of 2026-07-28 that declares it gets a task for a
+		// graph's run and a long call (tasks.go).
+		Extensions: map[string]any{tasksExtension: map[string]any{}},
 	}
 	o := &mcp.ServerOptions{
 		Capabilities:       caps,
@@ -46,12 +45,12 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.last.Store(req.Session) },
-		// The current protocol, 2026-07-28, forbids requests to the client while
-		// serving one (SEP-2322 wants them returned as input requests), but
-		// a node's server asks for sampling or elicitation in the middle of
-		// a call: offer the versions up to 2025-11-25, which every client
-		// speaks today.
-		SupportedProtocolVersions: slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v > maxProtocol }),
+		SetCacheable:       s.setCacheable, // modern.go
+		// Both eras (modern.go): a client of 2026-07-28 is served without
+		// a session, and what a node asks in the middle of its call reaches
+		// it as input_required (mrtr.go); initialize negotiates 2025-11-25
+		// or older.
+		SupportedProtocolVersions: mcp.SupportedProtocolVersions(),
 	}
 	if s.opts.Node == "" {
 		o.Instructions = "The tools of a nerve session: each is named node.tool after the node (a bash shell, an MCP server, Claude Code, an agent) that provides it."

@@ -109,7 +109,7 @@ func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) (err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	s.srv.AddTool(t, h)
+	s.srv.AddTool(t, s.roundsTool(t.Name, h)) // mrtr.go
 	return nil
 }
 
@@ -139,7 +139,7 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 		s.last.Store(ss)
 		if s.opts.Node != "" {
 			defer s.callStarted(ss)()
-		} else if p := ss.InitializeParams(); p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
+		} else if p := req.ClientCapabilities(); p != nil && p.Elicitation != nil {
 			// Session-wide: what the called node asks of a person during
 			// this call (a graph's ask step) goes to this client.
 			if ca, ok := s.b.(CallAttacher); ok {
@@ -166,19 +166,26 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 				s.log.Debug("a client did not read a call's events in time", zap.Int("dropped", lost))
 			}
 		}()
+		task := taskOf(ctx) // tasks.go
 		observe := func(ev node.CallEvent) {
+			if task != nil {
+				task.observe(ev)
+			}
 			q.Push(ev, 256+len(ev.Text)+len(ev.Message)+len(ev.Data))
 		}
 		var args json.RawMessage
 		var meta map[string]any
 		if req.Params != nil {
 			args = req.Params.Arguments
-			meta = req.Params.Meta
+			meta = nodeMeta(req.Params.Meta) // modern.go
 		}
 		res, err := s.b.Call(s.callContext(ctx, ss), id, tool, args, meta, observe) // approve.go
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if je := clientError(err); je != nil { // modern.go
+				return nil, je
 			}
 			// The call could not be made (node not ready, bad arguments,
 			// connection lost): the model reads why and may try again.

@@ -29,6 +29,10 @@ type StepEvent struct {
 	// Reason says why a step was skipped ("when", "on_error", "resumed")
 	// or failed without failing the run ("continue").
 	Reason string `json:"reason,omitempty"`
+	// Run is the run's id (nerve graph show RUN), which a caller keeps
+	// to finish an interrupted run (MetaResume): the MCP server's task of
+	// a graph run does, across a daemon restart.
+	Run string `json:"run,omitempty"`
 }
 
 // MetaResume is the key of a graph call's _meta that names an interrupted

@@ -189,6 +189,12 @@ func New(name string, reg *Registry, opts *Options) *Session {
 // Name returns the session's name.
 func (s *Session) Name() string { return s.name }
 
+// Dir returns the session's folder ("" for a session kept in memory).
+func (s *Session) Dir() string { return s.dir }
+
+// Closed reports whether Close was called.
+func (s *Session) Closed() bool { return s.closed.Load() }
+
 // Registry returns the factory registry the session builds nodes with.
 func (s *Session) Registry() *Registry { return s.registry }
 

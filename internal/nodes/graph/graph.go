@@ -143,6 +143,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	}
 	rec := n.runs.begin(inputs, n.def, resumeID, prior)
 	emit := func(ev api.StepEvent) {
+		ev.Run = rec.id
 		data, _ := json.Marshal(ev)
 		req.Emit(node.CallEvent{Kind: node.EventStep, Step: "graph", Data: data})
 	}
