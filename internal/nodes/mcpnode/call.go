@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/syncs"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -183,7 +184,10 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		}
 		params.Meta[node.ChainMetaKey] = chain
 	}
+	cctx, span := telemetry.MCPClient(cctx, n.ID(), req.Tool, n.server.URL)
+	params.Meta = telemetry.InjectMeta(cctx, params.Meta) // SEP-414; HTTP headers: httpClient
 	res, err := c.cs.CallTool(cctx, params)
+	span.EndCall(res != nil && res.IsError, err)
 	if err == nil {
 		return res, nil
 	}

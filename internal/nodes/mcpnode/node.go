@@ -23,6 +23,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/httpretry"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/internal/syncs"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -489,12 +490,13 @@ func (n *Node) setRoots(client *mcp.Client) error {
 	return nil
 }
 
-// httpClient returns a client that adds headers to every request,
+// httpClient returns a client that adds headers to every request (and
+// the trace context of the call it is part of: internal/telemetry),
 // retries one the server or a gateway turned away as retry says
 // (retry.go), and reads every answer through a guard (see
 // guardTransport).
 func httpClient(headers map[string]string, retry httpretry.Policy) *http.Client {
-	var base http.RoundTripper = http.DefaultTransport
+	base := telemetry.Transport(http.DefaultTransport)
 	if len(headers) > 0 {
 		h := make(http.Header, len(headers))
 		for k, v := range headers {
