@@ -20,6 +20,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -112,14 +113,23 @@ func Start(ctx context.Context, role Role, extra []string, onError func(error)) 
 }
 
 func start(ctx context.Context, role Role, onError func(error)) (shutdown func(context.Context) error, err error) {
-	if p := protocol(); p != "" && p != "http/protobuf" && p != "http/json" {
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: nerve exports over http/protobuf or http/json; point it at the collector's OTLP/HTTP port (4318) and set the protocol to http/protobuf", p)
+	var exp sdktrace.SpanExporter
+	switch p := protocol(); p {
+	case "", "http/protobuf", "http/json":
+		var opts []otlptracehttp.Option
+		if role == CLI {
+			opts = append(opts, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
+	case "grpc":
+		var opts []otlptracegrpc.Option
+		if role == CLI {
+			opts = append(opts, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
+		}
+		exp, err = otlptracegrpc.New(ctx, opts...)
+	default:
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: use http/protobuf (the default), http/json or grpc", p)
 	}
-	opts := []otlptracehttp.Option{}
-	if role == CLI {
-		opts = append(opts, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
-	}
-	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("the OTLP exporter (check OTEL_EXPORTER_OTLP_ENDPOINT): %w", err)
 	}
