@@ -3,9 +3,16 @@
 package main_test
 
 import (
+	"encoding/json"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // TestREPLRestartsStoppedDaemon: an open Commander whose daemon was stopped
@@ -19,9 +26,9 @@ func TestREPLRestartsStoppedDaemon(t *testing.T) {
 	term.Line(":node add bash sh")
 	term.WaitFor("bash sh is READY", 20*time.Second)
 
-	// A node in ERROR: the message says so, in the REPL's syntax.
-	term.Line("@sh exit 3")
-	term.WaitForAfter("@sh exit 3", "exited with status 3", 10*time.Second)
+	// A node in ERROR (its shell killed between calls): the message says
+	// so, in the REPL's syntax.
+	killIdleShell(t, home, "sh")
 	term.Line("@sh echo hi")
 	s := term.WaitForAfter("@sh echo hi", "`:node restart sh`", 10*time.Second)
 	if !strings.Contains(s, `node "sh" is ERROR`) || strings.Contains(s, "nerve node restart") || strings.Contains(s, "no such tool") {
@@ -41,4 +48,26 @@ func TestREPLRestartsStoppedDaemon(t *testing.T) {
 	// And it keeps working.
 	term.Line("@sh echo once more")
 	term.WaitForAfter("@sh echo once more", "once more\n", 10*time.Second)
+}
+
+// killIdleShell kills bash node id's shell with SIGKILL between calls and
+// waits until the node is ERROR.
+func killIdleShell(t *testing.T, home, id string) {
+	t.Helper()
+	bin := testutil.BuildBinary(t, "./cmd/nerve")
+	info := func() node.Info {
+		cmd := exec.Command(bin, "--json", "node", "info", id)
+		cmd.Env = append(os.Environ(), "NERVE_HOME="+home, "NERVE_SESSION=")
+		out, err := cmd.Output()
+		var d struct{ Info node.Info }
+		if err != nil || json.Unmarshal(out, &d) != nil {
+			t.Fatalf("nerve node info %s: %v: %s", id, err, out)
+		}
+		return d.Info
+	}
+	pid, _ := info().Details["pid"].(float64)
+	if pid == 0 || syscall.Kill(int(pid), syscall.SIGKILL) != nil {
+		t.Fatalf("no shell of %s to kill (pid %v)", id, pid)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() bool { return info().State == node.Error }, "the node to be ERROR")
 }

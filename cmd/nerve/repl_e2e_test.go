@@ -99,7 +99,13 @@ func waitLastLine(t *testing.T, term *tmux.Term, want string) {
 	t.Helper()
 	// The terminal does not keep trailing spaces.
 	want = strings.TrimRight(want, " ")
-	testutil.WaitFor(t, 20*time.Second, func() bool { return term.LastLine() == want }, "the line to read "+strconv.Quote(want))
+	deadline := time.Now().Add(20 * time.Second)
+	for term.LastLine() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after 20s waiting for the line to read %q; the screen:\n%s", want, term.Screen())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func TestREPLMultilineJSON(t *testing.T) {

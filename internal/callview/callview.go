@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nerve-dev/nerve/pkg/api"
 )
@@ -43,6 +44,8 @@ func GraphStepLine(data []byte) string {
 		return line
 	case api.StepFailed:
 		return "✗ " + ev.Step + took + ": " + FirstLine(ev.Error)
+	case api.StepAsked:
+		return "? " + ev.Step + ": the question went to " + ev.Reason + ": answer it there (Ctrl-C here cancels the run)"
 	}
 	return ev.Step + " " + ev.State
 }
@@ -63,8 +66,18 @@ func Duration(d time.Duration) string {
 // FirstLine is the first line of s, cut at 100 bytes.
 func FirstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 100 {
-		s = s[:100] + "…"
+	return Clip(s, 100)
+}
+
+// Clip cuts s to at most n bytes and marks the cut with "…", on a rune
+// boundary: a line cut inside a UTF-8 character showed a broken one
+// (issue 27).
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

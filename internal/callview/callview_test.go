@@ -2,8 +2,10 @@ package callview
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nerve-dev/nerve/pkg/api"
 )
@@ -46,6 +48,19 @@ func TestDuration(t *testing.T) {
 	} {
 		if got := Duration(c.d); got != c.want {
 			t.Errorf("Duration(%v) = %q, want %q", c.d, got, c.want)
+		}
+	}
+}
+
+// TestFailedStepLineIsValidUTF8: a failed step's line is cut at a rune
+// boundary; it was cut inside a UTF-8 character (issue 27 item 6).
+func TestFailedStepLineIsValidUTF8(t *testing.T) {
+	for pad := range 4 {
+		msg := strings.Repeat("x", 95+pad) + strings.Repeat("é€😀", 10)
+		data, _ := json.Marshal(api.StepEvent{Step: "s", State: api.StepFailed, Error: msg})
+		line := GraphStepLine(data)
+		if !utf8.ValidString(line) || !strings.HasSuffix(line, "…") {
+			t.Errorf("failed step line %q is not valid UTF-8 ending with …", line)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/chzyer/readline"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/callview"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client"
@@ -36,7 +37,8 @@ stdin: end the line with - (nerve call @fs read_file - < args.json); with
 no arguments, a tool that requires some reads them from stdin when stdin
 is not a terminal.
 The answer goes to stdout, errors to stderr. Exit codes: 0 done, 1 could
-not do it, 2 bad input, 3 the tool ran and reported an error.
+not do it, 2 bad input, 3 the tool ran and reported an error, 4 its output
+was cut, 130 interrupted (Ctrl-C; 143 for SIGTERM).
 Flags go before LINE (nerve --json call @fs ...): everything after the
 first word of LINE belongs to it.
 
@@ -83,7 +85,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) (err error) {
 	// with SIGINT ignored, and the call would run on. A process that runs
 	// this one command leaves them caught until it exits: signal.Stop
 	// waits for the runtime's signal thread (docs/performance.md).
-	sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	sctx, stop := notifyContext(ctx)
 	if !env.oneCommand {
 		defer stop()
 	}
@@ -94,19 +96,21 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) (err error) {
 	// wrong or to read stdin. Only the named node's tools are needed, and
 	// an unknown node is reported by the daemon, which lists the
 	// session's nodes.
+	steps := &callview.Steps{}
 	show := func(id string) func(api.CallLine) {
-		return func(l api.CallLine) { showCallLine(env, id, l) }
+		return func(l api.CallLine) { showCallLine(env, steps, id, l) }
 	}
 	cat := map[string][]*mcp.Tool{}
+	var note string // what the node's tools are worth, when it is not running
 	if id := lineNode(line); id != "" {
 		var tools []*mcp.Tool
 		if dash {
 			tools, err = mcpclient.Tools(ctx, s, id)
 		} else {
 			var res *mcp.CallToolResult
-			res, tools, err = mcpclient.CallLine(sctx, s, id, line, show(id))
+			res, tools, err = mcpclient.CallLine(sctx, s, id, line, noteState(&note, show(id)))
 			if err != nil && sctx.Err() != nil && ctx.Err() == nil {
-				return interrupted(ctx, s, id, line)
+				return interrupted(ctx, sctx, s, id, line)
 			}
 			if err == nil && res != nil {
 				return printCall(env, res)
@@ -137,6 +141,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) (err error) {
 			return printJSON(env, cat[ln.Node])
 		}
 		_, err := fmt.Fprint(env.Stdout, asCallLines(commander.RenderToolList(ln.Node, cat[ln.Node], nil)))
+		printNote(env, note)
 		return err
 	case commander.ToolHelp:
 		tools := cat[ln.Node]
@@ -146,6 +151,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) (err error) {
 					return printJSON(env, t)
 				}
 				_, err := fmt.Fprint(env.Stdout, asCallLines(commander.RenderToolHelp(ln.Node, t, len(tools) == 1, nil)))
+				printNote(env, note)
 				return err
 			}
 		}
@@ -154,7 +160,7 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) (err error) {
 	res, err := mcpclient.Call(sctx, s, ln.Node, ln.Tool, ln.Args, show(ln.Node))
 	if err != nil {
 		if sctx.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("interrupted: the call to @%s %s was cancelled (the node was told)", ln.Node, ln.Tool)
+			return &interruptedError{sig: signalOf(sctx), msg: fmt.Sprintf("interrupted: the call to @%s %s was cancelled (the node was told)", ln.Node, ln.Tool)}
 		}
 		return err
 	}
@@ -187,17 +193,79 @@ func printCallResult(env *Env, res *mcp.CallToolResult) error {
 	return nil
 }
 
-// interrupted is the error of a call line that a signal cancelled. The
-// daemon parsed the line, so the tool it called is learnt again here
-// (from the node's tools), to name it.
-func interrupted(ctx context.Context, s *client.Session, id, line string) error {
+// noteState keeps the reason of a state line the daemon sends before a
+// node's tools (commander.NodeNote) in *note, and passes every line on.
+func noteState(note *string, show func(api.CallLine)) func(api.CallLine) {
+	return func(l api.CallLine) {
+		if l.Kind == api.LineState {
+			*note = l.Reason
+		}
+		show(l)
+	}
+}
+
+// printNote prints what a node's tools are worth when it is not running,
+// on stderr after its help: listed is not callable (issue 27).
+func printNote(env *Env, note string) {
+	if note != "" && !env.JSON {
+		fmt.Fprintln(env.Stderr, note)
+	}
+}
+
+// interrupted is the error of a call line that a signal cancelled (sctx's
+// cause). The daemon parsed the line, so the tool it called is learnt
+// again here (from the node's tools), to name it.
+func interrupted(ctx, sctx context.Context, s *client.Session, id, line string) error {
 	tool := "?"
 	if tools, err := mcpclient.Tools(ctx, s, id); err == nil {
 		if ln, err := commander.Parse(line, commander.NewIndex(map[string][]*mcp.Tool{id: tools}), nil); err == nil && ln.Tool != "" {
 			tool = ln.Tool
 		}
 	}
-	return fmt.Errorf("interrupted: the call to @%s %s was cancelled (the node was told)", id, tool)
+	return &interruptedError{sig: signalOf(sctx), msg: fmt.Sprintf("interrupted: the call to @%s %s was cancelled (the node was told)", id, tool)}
+}
+
+// interruptedError is a call a signal cancelled: the command exits 128
+// plus the signal's number, as a shell reports a job the signal ended
+// (130 for Ctrl-C; it exited 1; issue 27).
+type interruptedError struct {
+	sig syscall.Signal
+	msg string
+}
+
+func (e *interruptedError) Error() string { return e.msg }
+
+// signalCause is the cause of a call's context that a signal ended.
+type signalCause struct{ sig syscall.Signal }
+
+func (c signalCause) Error() string        { return c.sig.String() + " signal received" }
+func (c signalCause) Is(target error) bool { return target == context.Canceled }
+
+// notifyContext is signal.NotifyContext for SIGINT and SIGTERM that keeps
+// which signal came (signalOf).
+func notifyContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	sctx, cancel := context.WithCancelCause(ctx)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-ch:
+			sig, _ := s.(syscall.Signal)
+			cancel(signalCause{sig})
+		case <-sctx.Done():
+		}
+	}()
+	return sctx, func() { cancel(nil); signal.Stop(ch) }
+}
+
+// signalOf is the signal that ended sctx (notifyContext), SIGINT if none
+// is known.
+func signalOf(sctx context.Context) syscall.Signal {
+	var c signalCause
+	if errors.As(context.Cause(sctx), &c) && c.sig != 0 {
+		return c.sig
+	}
+	return syscall.SIGINT
 }
 
 // asCallLines rewrites the Commander lines of help (its examples, and the
@@ -322,8 +390,9 @@ func isTerminal(r io.Reader) bool {
 }
 
 // showCallLine reports what happens during a call on stderr: progress and
-// log messages. Streamed text is not repeated: the result holds it.
-func showCallLine(env *Env, nodeID string, l api.CallLine) {
+// log messages, a graph's and an agent's steps (steps, one per call).
+// Streamed text is not repeated: the result holds it.
+func showCallLine(env *Env, steps *callview.Steps, nodeID string, l api.CallLine) {
 	switch l.Kind {
 	case node.EventProgress:
 		if l.Total > 0 {
@@ -336,6 +405,8 @@ func showCallLine(env *Env, nodeID string, l api.CallLine) {
 	case node.EventStep:
 		if l.Step == "graph" {
 			fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, graphStepLine(l.Data))
+		} else if line := steps.Line(l.Step, l.Data); line != "" {
+			fmt.Fprintf(env.Stderr, "@%s %s\n", nodeID, line)
 		}
 	}
 }

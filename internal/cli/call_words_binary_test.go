@@ -4,6 +4,7 @@ package cli
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -11,11 +12,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // TestBinaryCallKeepsWords: each word the shell hands `nerve call` stays
@@ -70,15 +73,15 @@ func TestBinaryCallKeepsWords(t *testing.T) {
 	}
 }
 
-// TestBinaryCallToNodeInError: after `nerve call @sh exit 3` the bash node
-// is ERROR, and the next call says so and how to restart it — not that the
-// tool is unknown.
+// TestBinaryCallToNodeInError: a bash node whose shell was killed between
+// calls is ERROR, and the next call says so and how to restart it — not
+// that the tool is unknown.
 func TestBinaryCallToNodeInError(t *testing.T) {
 	n := newRealNerve(t)
 	n.Must("node", "add", "bash", "sh")
-	n.Run("call", "@sh", "exit", "3")
+	killShell(t, n, "sh")
 	_, errs, code := n.Run("call", "@sh", "echo", "hi")
-	if code != ExitFailed || !strings.Contains(errs, `node "sh" is ERROR (bash exited with status 3)`) || !strings.Contains(errs, "`nerve node restart sh`") {
+	if code != ExitFailed || !strings.Contains(errs, `node "sh" is ERROR (bash was killed by signal 9`) || !strings.Contains(errs, "`nerve node restart sh`") {
 		t.Errorf("a call to a node in ERROR: exit %d, %q", code, errs)
 	}
 	n.Must("node", "restart", "sh")
@@ -87,13 +90,51 @@ func TestBinaryCallToNodeInError(t *testing.T) {
 	}
 }
 
+// killShell kills node id's shell with SIGKILL while it is idle and waits
+// until the node is ERROR.
+func killShell(t *testing.T, n *realNerve, id string) {
+	t.Helper()
+	var d struct{ Info node.Info }
+	if err := json.Unmarshal([]byte(n.Must("--json", "node", "info", id)), &d); err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := d.Info.Details["pid"].(float64)
+	if pid == 0 {
+		t.Fatalf("node %s has no shell pid: %v", id, d.Info.Details)
+	}
+	if err := syscall.Kill(int(pid), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		return json.Unmarshal([]byte(n.Must("--json", "node", "info", id)), &d) == nil && d.Info.State == node.Error
+	}, "the node to be ERROR")
+}
+
+// TestBinaryShellExitThenFreshShell: `nerve call @sh exit 3` names the
+// command that ended the shell, at once, on its first line; the next call
+// runs in a fresh shell instead of failing until a restart (issue 27).
+func TestBinaryShellExitThenFreshShell(t *testing.T) {
+	n := newRealNerve(t)
+	n.Must("node", "add", "bash", "sh", "--cwd", n.home)
+	n.Must("call", "@sh", "cd /")
+	_, errs, code := n.Run("call", "@sh", "exit", "3")
+	if code != ExitToolError || !strings.HasPrefix(errs, "error: [`exit 3` ended the shell: bash exited with status 3;") || !strings.Contains(errs, "the next call starts a fresh shell") {
+		t.Errorf("nerve call @sh exit 3: exit %d, stderr %q", code, errs)
+	}
+	if out := n.Must("call", "@sh", "pwd"); out != n.home+"\n" {
+		t.Errorf("the call after exit 3: %q; want a fresh shell in %s", out, n.home)
+	}
+}
+
 // TestBinaryBackgroundCallStopsOnSignal: a shell starts `nerve call … &`
 // with SIGINT ignored; SIGINT (and SIGTERM) still cancel the call, in the
-// daemon too.
+// daemon too, and nerve exits 130 (143).
 func TestBinaryBackgroundCallStopsOnSignal(t *testing.T) {
 	n := newRealNerve(t)
 	n.Must("node", "add", "bash", "sh")
-	for _, sig := range []string{"INT", "TERM"} {
+	// Ended by a signal, nerve exits as a shell's job the signal ended:
+	// 128 + its number (it exited 1; issue 27).
+	for sig, code := range map[string]string{"INT": "130", "TERM": "143"} {
 		// sh -c runs the job in the background with SIGINT ignored, prints
 		// its pid, and waits for it.
 		cmd := n.Command()
@@ -120,7 +161,7 @@ func TestBinaryBackgroundCallStopsOnSignal(t *testing.T) {
 		go func() { rest, _ := io.ReadAll(r); cmd.Wait(); done <- string(rest) }()
 		select {
 		case rest := <-done:
-			if !strings.Contains(rest, "exit 1") || !strings.Contains(errb.String(), "interrupted: the call to @sh bash was cancelled") {
+			if !strings.Contains(rest, "exit "+code) || !strings.Contains(errb.String(), "interrupted: the call to @sh bash was cancelled") {
 				t.Errorf("SIG%s: %q %q", sig, rest, errb.String())
 			}
 		case <-time.After(20 * time.Second):
@@ -154,4 +195,33 @@ func TestBinaryCallCutOutput(t *testing.T) {
 	if !strings.HasPrefix(out, "1\n2\n3\n") || len(out) > 1<<20+400 {
 		t.Errorf("stdout: %d bytes starting %q", len(out), out[:min(20, len(out))])
 	}
+}
+
+// TestBinaryReentrantCallFailsFast: a graph step's command that calls the
+// bash node it runs in (`nerve call @bash …` inside @bash) is refused at
+// once, saying why; it waited for itself until the step's timeout (issue
+// 27 item 6). The same from a plain `nerve call`.
+func TestBinaryReentrantCallFailsFast(t *testing.T) {
+	n := newRealNerve(t)
+	n.Must("graph", "add", "re", "--from", writeFile(t, filepath.Join(n.home, "re.yaml"), `
+steps:
+  s: {call: bash.bash, args: {command: "'`+n.bin+`' call @bash echo inner", timeout_s: 5}}
+`))
+	_, errs, code := n.Run("call", "@re", "run")
+	want := "bash node \"bash\" is running the command this call was made from"
+	if code != ExitToolError || !strings.Contains(errs, want) || strings.Contains(errs, "timed out") {
+		t.Errorf("a graph step calling its own bash node: exit %d, stderr %q; want %q at once", code, errs, want)
+	}
+	inner, _ := json.Marshal(map[string]any{"command": "'" + n.bin + "' call @bash echo inner; echo outer-goes-on", "timeout_s": 5})
+	out, errs, code := n.Run("call", "@bash", "bash", string(inner))
+	if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "outer-goes-on") {
+		t.Errorf("nerve call @bash 'nerve call @bash …': exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	// A call from a job the command left behind, once it ended, waits its
+	// turn as any other and runs.
+	n.Must("call", "@bash", "('"+n.bin+"' call @bash echo from-the-job > "+filepath.Join(n.home, "job.out")+" 2>&1 &)")
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(n.home, "job.out"))
+		return strings.Contains(string(b), "from-the-job")
+	}, "the job's call to run")
 }

@@ -43,6 +43,9 @@ type Env struct {
 	Color *bool
 	// Embedded runs an in-process daemon instead of using the socket.
 	Embedded bool
+	// Host is -H: the daemon of another machine, ssh://[user@]host[:port];
+	// "" leaves it to NERVE_HOST, then the current context (context.go).
+	Host string
 	// Client, if set, is used as is; otherwise Connect makes one (starting
 	// the daemon when needed, or an embedded one).
 	Client *client.Client
@@ -115,6 +118,9 @@ func (e *Env) apply(inv *Invocation) *Env {
 	if inv.Bool("embedded") {
 		c.Embedded = true
 	}
+	if h := inv.Flag("host"); h != "" {
+		c.Host = h
+	}
 	return &c
 }
 
@@ -174,15 +180,25 @@ func ExitCode(stderr io.Writer, err error) int {
 		return code // the tool's own output already said it
 	}
 	msg := commander.ShellSyntax(err.Error())
+	fix := namesFix(msg)
 	if !strings.HasPrefix(msg, "nerve") {
 		msg = "nerve: " + msg
 	}
 	fmt.Fprintln(stderr, msg)
 	var ue *UsageError
-	if errors.As(err, &ue) && ue.Cmd != nil {
+	if errors.As(err, &ue) && ue.Cmd != nil && !fix {
 		fmt.Fprintf(stderr, "usage: nerve %s (see `nerve %s --help`)\n", usageOf(ue.Cmd, ue.Path), strings.Join(ue.Path, " "))
 	}
 	return code
+}
+
+// namesFix reports whether a usage error's message (in the shell's
+// syntax) already says what to type: a did-you-mean, an example, or a
+// command in backquotes after its start ("… — see `nerve call @fs ?`").
+// The generic usage line after it would only bury it (issue 27).
+func namesFix(msg string) bool {
+	return strings.Contains(msg, "did you mean") || strings.Contains(msg, "e.g.") ||
+		len(msg) > 1 && strings.Contains(msg[1:], "`nerve ")
 }
 
 func usageOf(c *Command, path []string) string {
@@ -195,9 +211,12 @@ func usageOf(c *Command, path []string) string {
 // Code returns the exit code for err without printing anything.
 func Code(err error) int {
 	var ue *UsageError
+	var ie *interruptedError
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.As(err, &ie):
+		return 128 + int(ie.sig)
 	case errors.Is(err, errToolFailed):
 		return ExitToolError
 	case errors.Is(err, errOutputCut):

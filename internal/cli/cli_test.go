@@ -185,7 +185,7 @@ func TestCandidates(t *testing.T) {
 		cur   string
 		want  string
 	}{
-		{nil, "", "call completion daemon env graph help log mcp node plan prompt prompts read resources script session tools ui version"},
+		{nil, "", "call completion context daemon env graph help log mcp node plan prompt prompts read resources script secret session tool tools ui version"},
 		{nil, "no", "node"},
 		{[]string{"node"}, "", "add auth info interrupt kinds ls reset restart rm start stop sync"},
 		{[]string{"node", "add"}, "--c", "--cwd --code --context-tokens"},

@@ -85,7 +85,7 @@ func replExec(env *Env, c *client.Client, color *bool) func(context.Context, []s
 			return nil // the tool's own output already said it
 		}
 		var ue *UsageError
-		if errors.As(err, &ue) && ue.Cmd != nil {
+		if errors.As(err, &ue) && ue.Cmd != nil && !namesFix(commander.ShellSyntax(ue.Msg)) {
 			return fmt.Errorf("%s (usage: :%s)", ue.Msg, usageOf(ue.Cmd, ue.Path))
 		}
 		return err

@@ -25,9 +25,12 @@ Examples:
 			callCmd(),
 			scriptCmd(), // script.go
 			planCmd(),   // plan.go
+			toolCmd(),
 			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
 			sessionCmd(),
-			envCmd(), // env.go
+			contextCmd(), // context.go
+			envCmd(),     // env.go
+			secretCmd(),
 			daemonCmd(),
 			logCmd(),
 			uiCmd(), // ui.go

@@ -44,6 +44,9 @@ func (e *Env) Connect(ctx context.Context) (*client.Client, error) {
 	var c *client.Client
 	var err error
 	if e.Embedded {
+		if _, err := e.remote(); err != nil {
+			return nil, err // -H with --embedded
+		}
 		c, err = e.connectEmbedded(ctx)
 	} else {
 		c, _, err = e.connectDaemon(ctx, true)
@@ -69,6 +72,12 @@ func (e *Env) clientOptions(socket string, dial func(context.Context) (net.Conn,
 		},
 		Revive: revive,
 		Header: telemetry.InjectHeader, // a call's trace goes on in the daemon (trace.go)
+	}
+	if v := e.getenv(node.FromCallEnv); v != "" {
+		// Run inside a node's call (`nerve call` in a bash command): the
+		// node refuses at once a call to itself that would wait for the
+		// call it runs in.
+		opts.CallMeta = map[string]any{node.FromCallMetaKey: v}
 	}
 	if dial != nil {
 		opts.Dial = dial
@@ -100,6 +109,8 @@ func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
 		Logger:       log.Named("embedded"),
 		Version:      Version(),
 		DefaultNodes: firstNodes,
+		// ${keychain:NAME} of nodes: secret.go.
+		Secret: secretLookup(tokenstore.NewSecrets(tokens, p.State), log),
 	})
 	if err != nil {
 		closeLog()
@@ -116,6 +127,19 @@ func (e *Env) connectEmbedded(ctx context.Context) (*client.Client, error) {
 // command (a `nerve daemon stop` racing it); started says whether this
 // call started it.
 func (e *Env) connectDaemon(ctx context.Context, start bool) (c *client.Client, started bool, err error) {
+	r, err := e.remote()
+	if err != nil {
+		return nil, false, err
+	}
+	if r != nil {
+		return e.connectRemote(ctx, r, start) // context.go
+	}
+	return e.connectLocal(ctx, start)
+}
+
+// connectLocal is connectDaemon for this machine's daemon, whatever -H,
+// NERVE_HOST or the context say (`nerve daemon dial-stdio` serves it).
+func (e *Env) connectLocal(ctx context.Context, start bool) (c *client.Client, started bool, err error) {
 	p, err := e.paths()
 	if err != nil {
 		return nil, false, err
@@ -165,12 +189,25 @@ func (e *Env) callSession(ctx context.Context) (*client.Session, error) {
 	if e.Client != nil || e.Embedded || (e.conn != nil && e.conn.client != nil) {
 		return e.session(ctx)
 	}
-	p, err := e.paths()
+	if e.conn == nil {
+		e.conn = &connState{}
+	}
+	r, err := e.remote()
 	if err != nil {
 		return nil, err
 	}
-	if e.conn == nil {
-		e.conn = &connState{}
+	if r != nil {
+		// One ssh process for the call, started by its own request; the
+		// host starts its daemon if needed.
+		opts := e.remoteOptions(r)
+		opts.OneShot = true
+		c := client.New(opts)
+		e.conn.client = c
+		return c.Session(e.SessionName()), nil
+	}
+	p, err := e.paths()
+	if err != nil {
+		return nil, err
 	}
 	probe := e.clientOptions(p.Socket, nil, nil)
 	probe.OneShot = true

@@ -13,6 +13,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/logging"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
+	"github.com/nerve-dev/nerve/internal/paths"
 	"github.com/nerve-dev/nerve/internal/tokenstore"
 	"github.com/nerve-dev/nerve/pkg/client"
 )
@@ -38,6 +39,7 @@ manage it by hand. Its log is in the state folder (see ` + "`nerve daemon status
 			},
 			{Name: "stop", Summary: "stop every node and the daemon", Usage: "daemon stop", Local: true, Run: runDaemonStop},
 			{Name: "status", Summary: "say whether the daemon runs, its version, pid and sessions", Usage: "daemon status", Local: true, Run: runDaemonStatus},
+			dialStdioCmd(), // dial_stdio.go
 		},
 	}
 }
@@ -47,6 +49,13 @@ func runDaemonStart(ctx context.Context, env *Env, inv *Invocation) error {
 		return usagef(inv, "`nerve daemon start` takes no arguments")
 	}
 	listen := inv.Flag("listen")
+	r, err := env.remote()
+	if err != nil {
+		return err
+	}
+	if r != nil && (inv.Bool("foreground") || listen != "") {
+		return usagef(inv, "--foreground and --listen start a daemon in this process, on this machine: run `nerve daemon start` on %s itself for them", r.Host)
+	}
 	if inv.Bool("foreground") {
 		return runForeground(ctx, env, listen)
 	}
@@ -66,9 +75,13 @@ func runDaemonStart(ctx context.Context, env *Env, inv *Invocation) error {
 	if env.JSON {
 		return printJSON(env, v)
 	}
-	if started {
+	switch {
+	case r != nil:
+		// The ssh connection started it there, or found it running.
+		fmt.Fprintf(env.Stdout, "daemon on %s running (pid %d)\n", r.Host, v.PID)
+	case started:
 		fmt.Fprintf(env.Stdout, "daemon started (pid %d)\n", v.PID)
-	} else {
+	default:
 		fmt.Fprintf(env.Stdout, "daemon already running (pid %d)\n", v.PID)
 		if listen != "" {
 			fmt.Fprintf(env.Stderr, "nerve: --listen applies when the daemon starts; run `nerve daemon stop` first to serve the MCP endpoint at %s\n", listen)
@@ -109,6 +122,8 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 		MCPListen:    listen,
 		DefaultNodes: firstNodes,
 		UI:           uiHooks(tokens), // ui.go
+		// ${keychain:NAME} of nodes: secret.go.
+		Secret: secretLookup(tokenstore.NewSecrets(tokens, p.State), log),
 	}, func() {
 		fmt.Fprintf(env.Stderr, "nerve daemon %s listening on %s (pid %d)\n", Version(), p.Socket, os.Getpid())
 	})
@@ -120,7 +135,8 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 
 func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
 	c, _, err := env.connectDaemon(ctx, false)
-	if errors.Is(err, client.ErrDaemonUnavailable) {
+	var se *client.SSHError
+	if errors.Is(err, client.ErrDaemonUnavailable) && !errors.As(err, &se) {
 		fmt.Fprintln(env.Stderr, "daemon is not running")
 		return nil
 	}
@@ -134,6 +150,14 @@ func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
 	}
 	if err := c.Shutdown(ctx); err != nil {
 		return err
+	}
+	if r, _ := env.remote(); r != nil {
+		// Its exit is not awaited from here: the next command's ssh
+		// connection waits for the old daemon there before starting anew.
+		if !env.JSON {
+			fmt.Fprintf(env.Stdout, "daemon on %s stopped (pid %d)\n", r.Host, v.PID)
+		}
+		return nil
 	}
 	// Wait until the process has exited (its lock is free), so a
 	// following command starts a new daemon at once.
@@ -152,17 +176,26 @@ func runDaemonStop(ctx context.Context, env *Env, inv *Invocation) error {
 }
 
 func runDaemonStatus(ctx context.Context, env *Env, inv *Invocation) error {
-	p, err := env.paths()
+	r, err := env.remote()
 	if err != nil {
 		return err
 	}
+	var p paths.Paths
+	if r == nil {
+		if p, err = env.paths(); err != nil {
+			return err
+		}
+	}
 	c, _, err := env.connectDaemon(ctx, false)
 	if err != nil {
-		if errors.Is(err, client.ErrDaemonUnavailable) {
+		if errors.Is(err, client.ErrDaemonUnavailable) && r == nil {
 			if env.JSON {
 				_ = printJSON(env, map[string]any{"running": false, "socket": p.Socket})
 			}
 			return fmt.Errorf("daemon is not running (socket %s): any command starts it, or `nerve daemon start`", p.Socket)
+		}
+		if r != nil && env.JSON {
+			_ = printJSON(env, map[string]any{"running": false, "host": r.String()})
 		}
 		return err
 	}
@@ -176,10 +209,25 @@ func runDaemonStatus(ctx context.Context, env *Env, inv *Invocation) error {
 		return err
 	}
 	if env.JSON {
-		return printJSON(env, map[string]any{"running": true, "daemon": v, "sessions": ss, "log": p.Log})
+		st := map[string]any{"running": true, "daemon": v, "sessions": ss}
+		if r != nil {
+			st["host"] = r.String()
+		} else {
+			st["log"] = p.Log
+		}
+		return printJSON(env, st)
 	}
-	fmt.Fprintf(env.Stdout, "daemon running: pid %d, version %s, up %s\n", v.PID, v.Version, time.Since(v.Started).Round(time.Second))
-	fmt.Fprintf(env.Stdout, "socket:   %s\nstate:    %s\nlog:      %s\ncall log: %s\n", v.Socket, v.StateDir, p.Log, p.CallLog)
+	where := "daemon"
+	if r != nil {
+		where = "daemon on " + r.Host
+	}
+	fmt.Fprintf(env.Stdout, "%s running: pid %d, version %s, up %s\n", where, v.PID, v.Version, time.Since(v.Started).Round(time.Second))
+	if r != nil {
+		// That machine's files: its log is read there (`nerve log`).
+		fmt.Fprintf(env.Stdout, "host:     %s\nsocket:   %s\nstate:    %s\n", r, v.Socket, v.StateDir)
+	} else {
+		fmt.Fprintf(env.Stdout, "socket:   %s\nstate:    %s\nlog:      %s\ncall log: %s\n", v.Socket, v.StateDir, p.Log, p.CallLog)
+	}
 	var names []string
 	for _, s := range ss {
 		names = append(names, fmt.Sprintf("%s (%d nodes)", s.Name, s.Nodes))

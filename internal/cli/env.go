@@ -36,7 +36,10 @@ Examples:
 	}
 }
 
-func envPath(env *Env) (string, error) {
+func envPath(env *Env, inv *Invocation) (string, error) {
+	if err := notThroughSSH(env, inv); err != nil {
+		return "", err // the env file a daemon reads is its machine's
+	}
 	p, err := env.paths()
 	if err != nil {
 		return "", err
@@ -51,7 +54,7 @@ func runEnvSet(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) == 0 {
 		return usagef(inv, "`nerve env set` needs KEY=VALUE, e.g. `nerve env set GITHUB_TOKEN=ghp_…`")
 	}
-	path, err := envPath(env)
+	path, err := envPath(env, inv)
 	if err != nil {
 		return err
 	}
@@ -72,7 +75,7 @@ func runEnvUnset(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) == 0 {
 		return usagef(inv, "`nerve env unset` needs KEY")
 	}
-	path, err := envPath(env)
+	path, err := envPath(env, inv)
 	if err != nil {
 		return err
 	}
@@ -93,7 +96,7 @@ func runEnvLs(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) > 0 {
 		return usagef(inv, "`nerve env ls` takes no arguments")
 	}
-	path, err := envPath(env)
+	path, err := envPath(env, inv)
 	if err != nil {
 		return err
 	}

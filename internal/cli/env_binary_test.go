@@ -53,6 +53,14 @@ func TestBinaryClientEnvironment(t *testing.T) {
 	// The daemon restarts: the node comes back with no client.
 	n.Env = base
 	n.Must("daemon", "stop")
+	// The next command starts the daemon, which restores the node in the
+	// background: wait until its start has ended (CREATED, then STARTING,
+	// then ERROR here) before reading why.
+	testutil.WaitFor(t, 20*time.Second, func() bool {
+		out, _, _ := n.Run("--json", "node", "info", "sh")
+		return !strings.Contains(out, `"state": "CREATED"`) && !strings.Contains(out, `"state": "STARTING"`) &&
+			!strings.Contains(out, `"state":"CREATED"`) && !strings.Contains(out, `"state":"STARTING"`)
+	}, "the restored node's start to end")
 	out, errs, _ := n.Run("node", "info", "sh")
 	for _, want := range []string{"${NERVE_TEST_TOKEN} is not set in", "the daemon's", "nerve env set NERVE_TEST_TOKEN="} {
 		if !strings.Contains(out+errs, want) {

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/callview"
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/internal/graphdraw"
 	"github.com/nerve-dev/nerve/internal/graphlang"
@@ -337,14 +340,18 @@ func runGraphExport(ctx context.Context, env *Env, inv *Invocation) error {
 
 // runSummary is a run as a graph node's info lists it.
 type runSummary struct {
-	ID      string           `json:"id"`
-	State   string           `json:"state"`
-	Started time.Time        `json:"started"`
-	Millis  float64          `json:"ms"`
-	Error   string           `json:"error,omitempty"`
-	Inputs  map[string]any   `json:"inputs,omitempty"`
-	Output  string           `json:"output,omitempty"`
-	Steps   []map[string]any `json:"steps"`
+	ID      string         `json:"id"`
+	State   string         `json:"state"`
+	Started time.Time      `json:"started"`
+	Millis  float64        `json:"ms"`
+	Error   string         `json:"error,omitempty"`
+	Inputs  map[string]any `json:"inputs,omitempty"`
+	Output  string         `json:"output,omitempty"`
+	// Steps are the first 200 of the run's steps; StepCount is how many it
+	// has, StepStates all of them counted by state.
+	Steps      []map[string]any `json:"steps"`
+	StepCount  int              `json:"step_count,omitempty"`
+	StepStates map[string]int   `json:"step_states,omitempty"`
 }
 
 func runsOf(i node.Info) []runSummary {
@@ -395,7 +402,7 @@ func runGraphRuns(ctx context.Context, env *Env, inv *Invocation) error {
 	fmt.Fprintln(tw, "RUN\tSTATE\tSTARTED\tTIME\tSTEPS")
 	for _, r := range runs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.State, r.Started.Local().Format("2006-01-02 15:04:05"),
-			roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), stepStates(r.Steps))
+			roundDuration(time.Duration(r.Millis*float64(time.Millisecond))), stepStates(r))
 	}
 	return tw.Flush()
 }
@@ -410,16 +417,27 @@ func startedNode(ctx context.Context, s *client.Session, id string) (api.NodeDet
 	return s.Node(ctx, id)
 }
 
-// stepStates counts a run's steps by state: "3 finished, 1 failed".
-func stepStates(steps []map[string]any) string {
+// stepStates counts a run's steps by state: "3 finished, 1 failed", in
+// the order the states first come among the steps shown. A summary lists
+// its first 200 steps and counts them all (StepStates); one from an older
+// daemon is counted from the steps it lists.
+func stepStates(r runSummary) string {
 	var order []string
 	count := map[string]int{}
-	for _, st := range steps {
+	for _, st := range r.Steps {
 		s, _ := st["state"].(string)
 		if count[s] == 0 {
 			order = append(order, s)
 		}
 		count[s]++
+	}
+	if r.StepStates != nil {
+		count = r.StepStates
+		for _, s := range slices.Sorted(maps.Keys(count)) {
+			if !slices.Contains(order, s) {
+				order = append(order, s)
+			}
+		}
 	}
 	parts := make([]string, len(order))
 	for i, s := range order {
@@ -577,7 +595,7 @@ func runGraphResume(ctx context.Context, env *Env, inv *Invocation) error {
 
 // callAndPrint calls a tool as `nerve call` does, step lines on stderr.
 func callAndPrint(ctx context.Context, env *Env, s *client.Session, id, tool string, args json.RawMessage, meta map[string]any) error {
-	res, err := mcpclient.CallMeta(ctx, s, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, id, l) })
+	res, err := mcpclient.CallMeta(ctx, s, id, tool, args, meta, func(l api.CallLine) { showCallLine(env, &callview.Steps{}, id, l) })
 	if err != nil {
 		return err
 	}

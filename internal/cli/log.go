@@ -37,6 +37,9 @@ func logCmd() *Command {
 const followPoll = 200 * time.Millisecond
 
 func runLog(ctx context.Context, env *Env, inv *Invocation) error {
+	if err := notThroughSSH(env, inv); err != nil {
+		return err // the call log is the daemon's machine's file
+	}
 	n := 20
 	if v := inv.Flag("lines"); v != "" {
 		var err error
@@ -143,6 +146,17 @@ func printLogLine(env *Env, line []byte) {
 	caller := "-" // a line written before callers were logged
 	if r.Caller != nil {
 		caller = r.Caller.String()
+	}
+	if p := r.Policy; p != nil {
+		// What the call policy decided comes first: a refused call did not run.
+		d := "policy " + p.Outcome
+		if p.By != "" {
+			d += " by " + p.By
+		}
+		if p.Rule != "" {
+			d += " (" + p.Rule + ")"
+		}
+		status = d + ", " + status
 	}
 	fmt.Fprintf(env.Stdout, "%s %s %s @%s %s %s %.1fms %s", r.Time.Local().Format("2006-01-02 15:04:05"), caller, r.Session, r.Node, r.Tool, args, r.DurationMS, status)
 	if r.Result != "" && r.Error == "" {

@@ -80,6 +80,13 @@ func runMCPConnect(ctx context.Context, env *Env, inv *Invocation) error {
 		return fmt.Errorf("reading %s's config: %w", client, err)
 	}
 	args := []string{"mcp", "serve"}
+	if r, err := env.remote(); err != nil {
+		return err
+	} else if r != nil {
+		// The client reaches the same daemon, whatever context is current
+		// when it starts nerve.
+		args = append([]string{"-H", r.String()}, args...)
+	}
 	if env.Session != "" {
 		args = append(args, "--session", env.Session)
 	}

@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/nerve-dev/nerve/internal/clientconf"
+	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -67,7 +68,7 @@ func withSub(c *Command, subs ...*Command) *Command {
 type importItem struct {
 	Server string     `json:"server"`
 	Node   string     `json:"node"`
-	Status string     `json:"status"` // "added", "failed", "skipped", "would add", "nerve itself"
+	Status string     `json:"status"` // "added", "replaced", "failed", "skipped", "would add", "nerve itself"
 	Error  string     `json:"error,omitempty"`
 	Info   *node.Info `json:"info,omitempty"`
 	spec   node.Spec
@@ -202,7 +203,7 @@ func (im *mcpImport) add(ctx context.Context, s *client.Session) error {
 	}
 	wg.Wait()
 	for i := range items {
-		if items[i].Status == "added" {
+		if items[i].Status == "added" || items[i].Status == "replaced" {
 			noteShellOnly(im.env, &items[i])
 		}
 	}
@@ -213,7 +214,7 @@ func (im *mcpImport) add(ctx context.Context, s *client.Session) error {
 func (im *mcpImport) sync(ctx context.Context, s *client.Session) {
 	for i := range im.items {
 		it := &im.items[i]
-		if it.Status != "added" && it.Status != "skipped" {
+		if it.Status != "added" && it.Status != "replaced" && it.Status != "skipped" {
 			continue
 		}
 		if info, err := s.Sync(ctx, it.Node); err != nil {
@@ -263,6 +264,8 @@ func printImported(env *Env, it *importItem) {
 			return
 		}
 		fmt.Fprintf(env.Stdout, "added %s: %s with %d tool%s\n", name, it.Info.State, it.Info.Tools, plural(it.Info.Tools))
+	case "replaced":
+		fmt.Fprintf(env.Stdout, "replaced %s, which had failed: %s with %d tool%s\n", name, it.Info.State, it.Info.Tools, plural(it.Info.Tools))
 	case "skipped":
 		fmt.Fprintf(env.Stdout, "skipped %s: already in the session with the same spec\n", name)
 	case statusNerve:
@@ -295,7 +298,7 @@ func markNerveItself(items []importItem, own string) {
 // has the same spec.
 func importOne(ctx context.Context, s *client.Session, it *importItem, exists bool) {
 	if exists {
-		d, err := s.Node(ctx, it.Node)
+		d, tag, err := s.NodeTag(ctx, it.Node)
 		switch {
 		case err != nil:
 			it.Status, it.Error = "failed", err.Error()
@@ -304,6 +307,11 @@ func importOne(ctx context.Context, s *client.Session, it *importItem, exists bo
 			it.Error = fmt.Sprintf("node %q is already in the session, in ERROR: %s; fix it and `nerve node restart %s`", it.Node, firstLine(d.Info.Error), it.Node)
 		case sameSpec(d.Spec, it.spec):
 			it.Status, it.Info = "skipped", &d.Info
+		case d.Info.State == node.Error && d.Spec.Kind == it.spec.Kind:
+			// The server failed and the file was fixed: the import run
+			// again puts the fixed spec in the failed node's place
+			// (docs/cli.md), if nobody changed the node meanwhile.
+			replaceFailed(ctx, s, it, tag)
 		default:
 			it.Status = "failed"
 			it.Error = fmt.Sprintf("the session already has a node %q with another spec; remove it with `nerve node rm %s`, or rename the server", it.Node, it.Node)
@@ -322,6 +330,21 @@ func importOne(ctx context.Context, s *client.Session, it *importItem, exists bo
 	it.Status, it.Info = "added", &info
 }
 
+// replaceFailed puts it's spec in the place of its node, which is in
+// ERROR with another spec and was read with tag.
+func replaceFailed(ctx context.Context, s *client.Session, it *importItem, tag string) {
+	r, _, err := s.ReplaceIf(ctx, it.spec, tag)
+	if err != nil {
+		it.Status, it.Error = "failed", err.Error()
+		var ce *client.Error
+		if errors.As(err, &ce) && ce.Node != nil {
+			it.Info = ce.Node
+		}
+		return
+	}
+	it.Status, it.Info = "replaced", &r.Info
+}
+
 // sameSpec compares what a person wrote of two specs (not their state).
 func sameSpec(a, b node.Spec) bool {
 	var oa, ob any
@@ -334,7 +357,23 @@ func sameSpec(a, b node.Spec) bool {
 // warnUnset warns when a server refers to a variable that is not set in
 // this environment: the node would fail to start.
 func warnUnset(env *Env, it *importItem, file string) {
+	if r, _ := env.remote(); r != nil {
+		return // a daemon through ssh never sees this environment (docs/remote.md)
+	}
 	lookup := func(k string) (string, bool) {
+		if name, ok := strings.CutPrefix(k, node.SecretPrefix); ok {
+			// ${keychain:NAME}: in nerve's secrets, not this environment;
+			// a daemon elsewhere has its own, which only it can read.
+			if r, _ := env.remote(); r != nil {
+				return "set", true
+			}
+			if secrets, err := openLocalSecrets(env); err == nil {
+				if _, err := secrets.Get(name); err == nil {
+					return "set", true
+				}
+			}
+			return "", false
+		}
 		v := env.getenv(k)
 		return v, v != ""
 	}
@@ -348,8 +387,12 @@ func warnUnset(env *Env, it *importItem, file string) {
 // environment), but a daemon that restarts will not, and the node would
 // fail to start then. It offers to keep it with `nerve env set`.
 func noteShellOnly(env *Env, it *importItem) {
+	if r, _ := env.remote(); r != nil {
+		return
+	}
 	kept := map[string]bool{}
-	if path, err := envPath(env); err == nil {
+	if p, err := env.paths(); err == nil {
+		path := daemon.EnvFile(p)
 		if es, err := envfile.Load(path); err == nil {
 			for _, e := range es {
 				kept[e.Key] = true

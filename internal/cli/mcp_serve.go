@@ -10,6 +10,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/pkg/api"
+	"github.com/nerve-dev/nerve/pkg/client"
 )
 
 func mcpCmd() *Command {
@@ -105,17 +106,31 @@ func runMCPServe(ctx context.Context, env *Env, inv *Invocation) error {
 		env.conn = &connState{}
 	}
 	env.conn.loginPath = true
-	s, err := env.session(ctx)
+	id := inv.Flag("node")
+	r, err := env.remote()
 	if err != nil {
 		return err
 	}
-	id := inv.Flag("node")
-	if id != "" {
-		if _, err := s.Node(ctx, id); err != nil {
+	var s *client.Session
+	if r != nil {
+		// Through ssh each connection is an ssh process: the upgrade below
+		// is the only one (the host starts its daemon for it), and the
+		// daemon's answer to it names a missing session or node.
+		c := env.newRemoteClient(r, true) // context.go
+		env.conn.client = c
+		s = c.Session(env.SessionName())
+	} else {
+		if s, err = env.session(ctx); err != nil {
 			return err
 		}
-	} else if _, err := s.Nodes(ctx); err != nil {
-		return err
+		if id != "" {
+			_, err = s.Node(ctx, id)
+		} else {
+			_, err = s.Nodes(ctx)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	// The daemon serves MCP on the connection itself; this process only
 	// relays bytes, so a message costs no decode, encode or extra request

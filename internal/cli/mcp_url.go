@@ -35,6 +35,9 @@ func runMCPURL(ctx context.Context, env *Env, inv *Invocation) error {
 	if env.JSON {
 		return printJSON(env, map[string]string{"url": url, "token": ep.Token, "token_file": ep.TokenFile})
 	}
+	if hint := forwardHint(env, url); hint != "" {
+		fmt.Fprintf(env.Stderr, "nerve: %s\n", hint) // context.go
+	}
 	_, err = fmt.Fprintf(env.Stdout, "%s\n%s\n", url, ep.Token)
 	return err
 }

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -168,16 +171,42 @@ func runNodeInfo(ctx context.Context, env *Env, inv *Invocation) error {
 	if d.Spec.Cwd != "" {
 		fmt.Fprintf(tw, "cwd\t%s\n", d.Spec.Cwd)
 	}
-	for k, v := range d.Spec.Env {
-		fmt.Fprintf(tw, "env\t%s=%s\n", k, v)
+	// Maps in key order: the same node prints the same lines every time.
+	for _, k := range slices.Sorted(maps.Keys(d.Spec.Env)) {
+		fmt.Fprintf(tw, "env\t%s=%s\n", k, d.Spec.Env[k])
 	}
 	if len(d.Spec.Options) > 0 {
 		fmt.Fprintf(tw, "options\t%s\n", d.Spec.Options)
 	}
-	for k, v := range i.Details {
-		fmt.Fprintf(tw, "%s\t%v\n", k, v)
+	for _, line := range overrideLines(d.Spec.Overrides) { // tool.go
+		fmt.Fprintf(tw, "override\t%s\n", line)
+	}
+	for _, k := range slices.Sorted(maps.Keys(i.Details)) {
+		v := detailText(i.Details[k])
+		if k == "cwd" && v == d.Spec.Cwd {
+			continue // said above
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", k, v)
 	}
 	return tw.Flush()
+}
+
+// detailText is a value of a node's Details as a person reads it: a number
+// as written (JSON numbers arrive as float64: 1048576, not
+// 1.048576e+06), a list or an object as JSON, anything else as it is.
+func detailText(v any) string {
+	switch v := v.(type) {
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	case string:
+		return v
+	case map[string]any, []any:
+		b, err := json.Marshal(v)
+		if err == nil {
+			return string(b)
+		}
+	}
+	return fmt.Sprint(v)
 }
 
 func runNodeRm(ctx context.Context, env *Env, inv *Invocation) error {
@@ -222,7 +251,26 @@ func runNodeInterrupt(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	return s.Interrupt(ctx, id)
+	// The daemon answers with the node's info as it was when told (a
+	// daemon before that answers {}).
+	var info node.Info
+	if err := s.Do(ctx, http.MethodPost, client.NodePath(id)+"/interrupt", nil, &info); err != nil {
+		return err
+	}
+	if env.JSON {
+		return printJSON(env, info)
+	}
+	switch {
+	case info.ID == "":
+		fmt.Fprintf(env.Stdout, "told %s to stop what it is doing\n", id)
+	case info.InFlight == 0:
+		fmt.Fprintf(env.Stdout, "nothing to interrupt: %s has no call in flight (%s)\n", id, info.State)
+	case info.InFlight == 1:
+		fmt.Fprintf(env.Stdout, "interrupted %s: its call in flight was told to stop\n", id)
+	default:
+		fmt.Fprintf(env.Stdout, "interrupted %s: its %d calls in flight were told to stop\n", id, info.InFlight)
+	}
+	return nil
 }
 
 func runNodeKinds(ctx context.Context, env *Env, inv *Invocation) error {

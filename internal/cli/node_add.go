@@ -132,7 +132,16 @@ func runNodeAdd(ctx context.Context, env *Env, inv *Invocation) error {
 		return usagef(inv, "--cwd: %v", err)
 	}
 	k := kindCLI(kind)
-	if spec.Cwd == "" && (k == nil || !k.NoFolder) {
+	r, err := env.remote()
+	if err != nil {
+		return err
+	}
+	if r != nil && inv.Flag("cwd") != "" && spec.Cwd != inv.Flag("cwd") {
+		return usagef(inv, "--cwd %q: give the folder on %s as an absolute path", inv.Flag("cwd"), r.Host)
+	}
+	// This machine's folder means nothing to a daemon on another one: its
+	// nodes start where that daemon runs them.
+	if spec.Cwd == "" && r == nil && (k == nil || !k.NoFolder) {
 		// The daemon runs elsewhere: a node starts where the user is.
 		if wd, err := os.Getwd(); err == nil {
 			spec.Cwd = wd

@@ -44,6 +44,9 @@ Examples:
 }
 
 func runNodeAuth(ctx context.Context, env *Env, inv *Invocation) error {
+	if err := notThroughSSH(env, inv); err != nil {
+		return err // the sign-in is kept where the daemon runs
+	}
 	id, s, err := oneNodeSession(ctx, env, inv)
 	if err != nil {
 		return err

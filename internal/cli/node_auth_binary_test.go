@@ -16,7 +16,7 @@ import (
 )
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -76,6 +76,14 @@ func TestBinaryNodeAuthSDKOAuthServer(t *testing.T) {
 	_, errs, code := n.Run("node", "add", "mcp", "demo", "--url", url, "--option", `oauth={"redirect_url":"`+redirect+`"}`)
 	if code == 0 || !strings.Contains(errs, "run `nerve node auth demo`") {
 		t.Fatalf("node add before sign-in: exit %d, %q; want the node to ask for `nerve node auth demo`", code, errs)
+	}
+	// The sign-in is the fix, and the only one named: a restart would not
+	// sign in (issue 27).
+	if strings.Contains(errs, "restart") {
+		t.Errorf("node add before sign-in also suggests a restart: %q", errs)
+	}
+	if _, errs, _ := n.Run("call", "@demo", "greet", "name=nerve"); !strings.Contains(errs, "run `nerve node auth demo`") || strings.Contains(errs, "restart") {
+		t.Errorf("a call before sign-in: %q; want `nerve node auth demo` and no restart", errs)
 	}
 	out, errs, code := n.Run("node", "auth", "demo")
 	if code != 0 || out != "demo is READY with 6 tools\n" && !strings.HasPrefix(out, "demo is READY with ") {

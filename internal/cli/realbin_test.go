@@ -11,8 +11,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/internal/testutil/tmux"
 )
 
 // realNerve is the real nerve binary with a home of its own, for tests that
@@ -96,4 +98,13 @@ func daemonPID(t *testing.T, n *realNerve) int {
 	}
 	pid, _ := strconv.Atoi(m[1])
 	return pid
+}
+
+// Commander opens the Commander of this nerve in a terminal (tmux) and
+// waits for its prompt.
+func (n *realNerve) Commander() *tmux.Term {
+	n.t.Helper()
+	term := tmux.Start(n.t, []string{"NERVE_HOME=" + n.home, "NERVE_SESSION=", "XDG_RUNTIME_DIR=", "NO_COLOR=1", "TERM=xterm"}, n.bin)
+	term.WaitFor("default>", 30*time.Second)
+	return term
 }

@@ -22,13 +22,24 @@ func sessionCmd() *Command {
 		Sub: []*Command{
 			{Name: "ls", Aliases: []string{"list"}, Summary: "list the daemon's sessions", Usage: "session ls", Run: runSessionLs},
 			{Name: "rm", Aliases: []string{"remove"}, Summary: "stop every node of a session and forget it", Usage: "session rm NAME", Complete: "session", Run: runSessionRm},
-			{Name: "set", Summary: "set a setting of the session: idle DURATION (stop unused MCP servers; 0 for never), expose GLOBS (the tools every MCP client may see)", Usage: "session set idle DURATION | expose GLOBS", Help: `idle DURATION   an MCP server node unused that long stops (its tools stay
+			{Name: "set", Summary: "set a setting of the session: idle DURATION (stop unused MCP servers; 0 for never), expose GLOBS (the tools every MCP client may see), policy RULES (allow, ask or deny agents' calls), ask-timeout DURATION", Usage: "session set idle DURATION | expose GLOBS | policy RULES | ask-timeout DURATION", Help: `idle DURATION   an MCP server node unused that long stops (its tools stay
                 listed; the next call starts it); 0 turns it off.
 expose GLOBS    the tools every MCP client of the session (nerve mcp serve,
                 the HTTP endpoint, claude nodes with --session-tools) may see
                 and call: comma-separated globs over node.tool, ! to exclude,
                 e.g. 'fs.*,github.*,!github.delete_*'. A client's --tools can
-                narrow it, never widen it. '' exposes every tool again.`, Run: runSessionSet},
+                narrow it, never widen it. '' exposes every tool again.
+policy RULES    whether a call from an agent (an MCP client, an llm node, a
+                graph, a script) runs: comma-separated
+                GLOB=allow|ask|deny over node.tool, the first rule that
+                matches wins, no match allows, e.g.
+                'fs.write_*=ask,*.delete_*=deny'. ask waits for a person: the
+                calling MCP client if it can show a form, else the Commander.
+                Your own calls (the Commander, nerve call, the dashboard,
+                programs on the local API) always run.
+                '' removes the policy.
+ask-timeout D   how long an ask waits for a person before the call is
+                refused (default 2m).`, Run: runSessionSet},
 			{Name: "show", Summary: "show the session's settings", Usage: "session show", Run: runSessionShow},
 		},
 	}
@@ -87,8 +98,11 @@ func runSessionSet(ctx context.Context, env *Env, inv *Invocation) error {
 	if len(inv.Args) == 2 && inv.Args[0] == "expose" {
 		return runSessionSetExpose(ctx, env, inv, inv.Args[1])
 	}
+	if len(inv.Args) == 2 && (inv.Args[0] == "policy" || inv.Args[0] == "ask-timeout") {
+		return runSessionSetPolicy(ctx, env, inv, inv.Args[0], inv.Args[1]) // policy.go
+	}
 	if len(inv.Args) != 2 || inv.Args[0] != "idle" {
-		return usagef(inv, "`nerve session set` takes idle DURATION (`nerve session set idle 10m`, 0 turns it off) or expose GLOBS (`nerve session set expose 'fs.*,!fs.write_*'`, '' for every tool)")
+		return usagef(inv, "`nerve session set` takes idle DURATION (`nerve session set idle 10m`, 0 turns it off), expose GLOBS (`nerve session set expose 'fs.*,!fs.write_*'`, '' for every tool), policy RULES (`nerve session set policy 'fs.write_*=ask'`) or ask-timeout DURATION")
 	}
 	d, err := time.ParseDuration(inv.Args[1])
 	if inv.Args[1] == "0" || inv.Args[1] == "off" {
@@ -171,5 +185,6 @@ func runSessionShow(ctx context.Context, env *Env, inv *Invocation) error {
 		expose = "every tool"
 	}
 	fmt.Fprintf(env.Stdout, "session %s\nidle  %s\nexpose  %s\n", s.Name(), idle, expose)
+	showPolicy(env, st) // policy.go
 	return nil
 }

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/client/mcpclient"
 )
@@ -40,20 +42,49 @@ func runTools(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		return printJSON(env, tools)
 	}
+	// The nodes that are not running: their tools are marked with the
+	// state, and a line on stderr says what a call to them does (issue 27).
+	var infos []api.Info
+	if len(inv.Args) == 1 {
+		if d, err := s.Node(ctx, inv.Args[0]); err == nil {
+			infos = []api.Info{d.Info}
+		}
+	} else {
+		infos, _ = s.Nodes(ctx)
+	}
+	slices.SortFunc(infos, func(a, b api.Info) int { return strings.Compare(a.ID, b.ID) })
+	notes, states := map[string]string{}, map[string]string{}
+	for _, i := range infos {
+		if n := commander.NodeNote(i); n != "" {
+			notes[i.ID], states[i.ID] = n, i.State.String()
+		}
+	}
 	if len(tools) == 0 {
 		fmt.Fprintln(env.Stderr, "no tools: no node is READY (see `nerve node ls`)")
-		return nil
-	}
-	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
-	for _, t := range tools {
-		desc := ""
-		if t.MCPTool != nil {
-			desc = t.MCPTool.Description
-			if desc == "" {
-				desc = t.MCPTool.Title
+	} else {
+		tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+		for _, t := range tools {
+			desc := ""
+			if t.MCPTool != nil {
+				desc = t.MCPTool.Description
+				if desc == "" {
+					desc = t.MCPTool.Title
+				}
 			}
+			desc = firstLine(strings.TrimSpace(desc))
+			if st := states[t.Node]; st != "" {
+				desc = "[" + st + "] " + desc
+			}
+			fmt.Fprintf(tw, "%s\t%s\n", t.Qualified, desc)
 		}
-		fmt.Fprintf(tw, "%s\t%s\n", t.Qualified, firstLine(strings.TrimSpace(desc)))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	return tw.Flush()
+	for _, i := range infos {
+		if n := notes[i.ID]; n != "" {
+			fmt.Fprintln(env.Stderr, n)
+		}
+	}
+	return nil
 }

@@ -108,6 +108,7 @@ func usagef(inv *Invocation, format string, args ...any) error {
 var globalFlags = []*Flag{
 	{Name: "session", Short: "s", Value: "NAME", Usage: "use session NAME (default: $NERVE_SESSION or \"default\")"},
 	{Name: "embedded", Usage: "run an in-process session instead of using the daemon (nothing is saved)"},
+	{Name: "host", Short: "H", Value: "ssh://[USER@]HOST[:PORT]", Usage: "use the daemon of another machine, through ssh (default: $NERVE_HOST, else the current context)"},
 	{Name: "json", Usage: "print the answer as JSON"},
 	{Name: "help", Short: "h", Usage: "show help for the command"},
 }
@@ -220,12 +221,13 @@ func unknownCommand(cmd *Command, path []string, name string) string {
 		}
 	}
 	where := "nerve"
+	msg := fmt.Sprintf("unknown command %q", name)
 	if len(path) > 0 {
 		where = "nerve " + strings.Join(path, " ")
+		msg += " for `" + where + "`"
 	}
-	msg := fmt.Sprintf("unknown command %q for `%s`", name, where)
 	if m := suggest.Closest(name, names); m != "" {
-		msg += fmt.Sprintf(": did you mean %q?", m)
+		msg += fmt.Sprintf(" — did you mean %q?", m)
 	}
 	return msg + fmt.Sprintf(" (commands: %s; see `%s --help`)", strings.Join(names, ", "), where)
 }

@@ -52,6 +52,12 @@ func runUI(ctx context.Context, env *Env, inv *Invocation) error {
 	if env.JSON {
 		return printJSON(env, link)
 	}
+	if hint := forwardHint(env, link.URL); hint != "" {
+		// A browser here cannot reach that machine's loopback.
+		fmt.Fprintf(env.Stderr, "nerve: %s\n", hint) // context.go
+		_, err := fmt.Fprintln(env.Stdout, link.URL)
+		return err
+	}
 	if inv.Bool("url") {
 		_, err := fmt.Fprintln(env.Stdout, link.URL)
 		return err

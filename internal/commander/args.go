@@ -263,6 +263,12 @@ func clip(s string, n int) string {
 func parseKeyValues(ln *Line, s schemaObj, text string, refs Refs) (json.RawMessage, error) {
 	args, err := splitKeyValues(text)
 	if err != nil {
+		// `comand=pwd ls`: the misspelt key is the mistake to name.
+		if key, ok := leadingKey(text); ok && s != nil && closedObject(s) {
+			if _, known := property(s, s, key); !known {
+				return nil, unknownKey(ln, s, key)
+			}
+		}
 		return nil, err
 	}
 	type entry struct {

@@ -98,8 +98,11 @@ func parseAt(ln *Line, s string, cat Catalog, refs Refs) (*Line, error) {
 		t := tools[0]
 		raw := rawParam(t)
 		// `@g run` alone is the call without arguments (a graph runs with
-		// its defaults), never the text "run" (issue 17).
-		if word == t.Name && (raw == "" || after == "" || explicitArgs(t, after)) {
+		// its defaults), never the text "run" (issue 17). After the tool's
+		// name, arguments are judged as after any tool's name
+		// (argsAfterName): `@id identity tex=hi` is a misspelt key, never
+		// the text "identity tex=hi" (issue 27).
+		if word == t.Name && (raw == "" || after == "" || after == "?" || argsAfterName(toolSchema(t), after)) {
 			return parseToolArgs(ln, t, after, refs, true)
 		}
 		if raw == "" || readsAsArgs(rest) {
@@ -127,20 +130,27 @@ func parseAt(ln *Line, s string, cat Catalog, refs Refs) (*Line, error) {
 	return nil, unknownTool(nodeID, word, cat)
 }
 
-// explicitArgs reports whether what follows a single-tool node's tool name
-// is written as arguments (`@bash bash {"command":"ls"}`, `@bash bash ?`,
-// `@bash bash command=ls`) rather than being text for the tool
-// (`@bash bash script.sh` runs "bash script.sh").
-func explicitArgs(t *mcp.Tool, after string) bool {
-	if after == "?" || strings.HasPrefix(after, "{") {
+// argsAfterName reports whether what follows a tool's name reads as its
+// arguments rather than as text for its free-text parameter: a JSON
+// object or anything else starting with '{', words that are all
+// KEY=VALUE, or a first word KEY=VALUE whose KEY is one of the tool's
+// parameters or a near miss of one (`@fs search qurey=x y`,
+// `@bash bash comand=pwd`). It is the one rule after a tool's name, for
+// a node of many tools and for a single-tool node whose tool is named
+// (`@bash bash script.sh` runs "bash script.sh"): a mistyped key is an
+// error with did-you-mean, never text (issue 17, issue 27).
+func argsAfterName(s map[string]any, after string) bool {
+	if strings.HasPrefix(after, "{") {
 		return true
 	}
-	if key, ok := leadingKey(after); ok {
-		s := toolSchema(t)
-		_, known := property(s, s, key)
-		return known
+	key, ok := leadingKey(after)
+	if !ok {
+		return false
 	}
-	return false
+	if _, known := property(s, s, key); known {
+		return true
+	}
+	return DidYouMean(key, propertyNames(s)) != "" || readsAsArgs(after)
 }
 
 // readsAsArgs reports whether text reads as a call's arguments rather than
@@ -184,11 +194,10 @@ func parseToolArgs(ln *Line, t *mcp.Tool, rest string, refs Refs, afterName bool
 		return ln, nil
 	}
 	raw := rawParam(t)
-	if key, ok := leadingKey(rest); ok {
-		_, known := property(s, s, key)
+	if _, ok := leadingKey(rest); ok {
 		// An unknown key close to a known one is a typo, not text; so is
 		// a line of nothing but key=value words.
-		if known || raw == "" || DidYouMean(key, propertyNames(s)) != "" || readsAsArgs(rest) {
+		if raw == "" || argsAfterName(s, rest) {
 			ln.Form = FormKeyValue
 			args, err := parseKeyValues(ln, s, rest, refs)
 			if err != nil {

@@ -139,6 +139,15 @@ func TestParse(t *testing.T) {
 		{name: "json with a misspelt key on a single-tool node", input: `@bash {"comand": "echo hi"}`, err: `unknown argument "comand" for @bash bash — did you mean command?`},
 		{name: "single-tool node's tool name alone is the call without arguments", input: "@echo identity", kind: Call, node: "echo", tool: "identity", args: `{}`, form: FormNone},
 		{name: "single-tool tool name alone checks required", input: "@bash bash", err: `missing required argument "command"`},
+		// Issue 27: after a single-tool node's tool name, a misspelt key is
+		// refused as after any tool's name, never run as text.
+		{name: "misspelt key after a single-tool node's tool name is refused", input: "@echo identity tex=hi", err: `unknown argument "tex" for @echo identity — did you mean text?`},
+		{name: "misspelt key after bash's tool name is refused", input: "@bash bash comand=pwd", err: `unknown argument "comand" for @bash bash — did you mean command?`},
+		{name: "near-miss key then text after the tool name is refused", input: "@bash bash comand=pwd ls", err: `did you mean command?`},
+		{name: "unknown key of key=value words after the tool name is refused", input: "@echo identity a=3", err: `unknown argument "a" for @echo identity`},
+		{name: "far key then text after the tool name is text", input: "@bash bash FOO=1 ./run.sh", kind: Call, node: "bash", tool: "bash", args: `{"command":"bash FOO=1 ./run.sh"}`, form: FormText},
+		{name: "qualified single-tool misspelt key is refused", input: "@echo.identity tex=hi", err: `did you mean text?`},
+		{name: "near-miss key then text without the tool name is text", input: "@bash comand=pwd ls", kind: Call, node: "bash", tool: "bash", args: `{"command":"comand=pwd ls"}`, form: FormText},
 		{name: "value form known key is key=value", input: "@fs search query=x limit=2", kind: Call, node: "fs", tool: "search", args: `{"query":"x","limit":2}`, form: FormKeyValue},
 		{name: "free text without a text parameter", input: "@fs write_file hello", err: "@fs write_file takes key=value or {JSON} arguments, not free text — e.g. @fs write_file path=PATH content=CONTENT"},
 		{name: "free text on single-tool without raw param", input: "@graph go now", err: "@graph run takes key=value or {JSON} arguments"},

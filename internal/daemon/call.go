@@ -192,6 +192,11 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if req.Tool == "" {
+			// A node that is not running: say what its tools are worth
+			// before them (commander.NodeNote), as a state line.
+			if info, err := s.Info(id); err == nil && commander.NodeNote(info) != "" {
+				cs.send(&api.CallLine{CallEvent: node.CallEvent{Kind: api.LineState}, To: info.State.String(), Reason: commander.NodeNote(info)})
+			}
 			cs.sendTools(tools)
 			return
 		}

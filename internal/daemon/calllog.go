@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/nerve-dev/nerve/internal/syncs"
+	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
 )
@@ -39,6 +40,10 @@ type CallRecord struct {
 	IsError     bool            `json:"is_error,omitempty"`
 	DurationMS  float64         `json:"duration_ms"`
 	Error       string          `json:"error,omitempty"`
+	// Policy is what the session's call policy decided (allowed, asked
+	// and approved by whom, denied, timed out); absent when it had
+	// nothing to decide.
+	Policy *api.Decision `json:"policy,omitempty"`
 }
 
 // callLog appends CallRecords as JSON lines, moving the file to path.1
@@ -96,6 +101,7 @@ func (l *callLog) record(sess string, c *session.CallInfo) error {
 	if c.Caller.Kind != "" {
 		rec.Caller = &c.Caller
 	}
+	rec.Policy = c.Decision
 	if len(args) <= maxLoggedArgs && json.Valid(args) {
 		rec.Args = args
 	} else if len(args) > 0 {

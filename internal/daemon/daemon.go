@@ -75,6 +75,9 @@ type Options struct {
 	// UI are the dashboard's hooks from above the daemon (sign-in, a
 	// graph's steps); the dashboard is served beside the MCP endpoint.
 	UI dashboard.Hooks
+	// Secret answers nodes' ${keychain:NAME} (session.Options.Secret):
+	// nerve's secrets (`nerve secret set`); nil: none is set.
+	Secret func(name string) (value string, ok bool)
 }
 
 // Daemon holds named sessions and serves them through Handler.
@@ -244,7 +247,7 @@ func (d *Daemon) addDefaults(ctx context.Context, s *session.Session) {
 func (d *Daemon) newHeldLocked(name string) *held {
 	syncs.AssertLocked(&d.mu)
 	h := &held{}
-	opts := &session.Options{Logger: d.log, MCPEndpoint: d.sessionEndpoint(name)}
+	opts := &session.Options{Logger: d.log, MCPEndpoint: d.sessionEndpoint(name), Secret: d.opts.Secret}
 	if d.calls != nil || d.ui != nil || d.metrics != nil {
 		// Every call of the session, whoever made it, is logged here once
 		// and shown on the dashboard.
@@ -285,6 +288,7 @@ func (d *Daemon) newHeldLocked(name string) *held {
 		}
 	}
 	h.s = session.New(name, d.opts.Registry, opts)
+	h.s.SetApprover(approver(h.s)) // approve.go
 	if d.metrics != nil {
 		d.metrics.Watch(h.s) // its nodes' starts
 	}

@@ -262,6 +262,9 @@ func (d *Daemon) handleAddNode(w http.ResponseWriter, r *http.Request) error {
 	if err := s.StartRegistered(r.Context(), spec.ID); err != nil {
 		// %v, not %w: whatever the start's error, the answer is 502
 		// start_failed with the node's Info.
+		if node.NamesNodeFix(err.Error()) {
+			return nodeFailed(fmt.Errorf("node %q was added but did not start: %v (or `nerve node rm %s`)", spec.ID, err, spec.ID), api.CodeStartFailed, s, spec.ID)
+		}
 		return nodeFailed(fmt.Errorf("node %q was added but did not start: %v; see `nerve node info %s`, fix it and `nerve node restart %s` (or `nerve node rm %s`)", spec.ID, err, spec.ID, spec.ID, spec.ID), api.CodeStartFailed, s, spec.ID)
 	}
 	info, err := s.Info(spec.ID)
@@ -423,11 +426,18 @@ func writeInfo(w http.ResponseWriter, s *session.Session, id string) error {
 	return nil
 }
 
+// handleInterrupt answers with the node's info as it was when told, so
+// that the caller can say whether anything was in flight (in_flight).
 func (d *Daemon) handleInterrupt(w http.ResponseWriter, r *http.Request, s *session.Session) error {
-	if err := s.Interrupt(r.Context(), r.PathValue("node")); err != nil {
+	id := r.PathValue("node")
+	info, err := s.Info(id)
+	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, struct{}{})
+	if err := s.Interrupt(r.Context(), id); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, info)
 	return nil
 }
 
@@ -442,6 +452,12 @@ func (d *Daemon) handleSettings(w http.ResponseWriter, r *http.Request, s *sessi
 		}
 		if _, err := mcpserver.ParseFilter(st.Expose); err != nil {
 			return badRequest(fmt.Errorf("expose: %w", err))
+		}
+		if _, err := session.ParsePolicy(st.Policy); err != nil {
+			return badRequest(fmt.Errorf("policy: %w", err))
+		}
+		if st.AskTimeout < 0 {
+			return badRequest(errors.New("ask_timeout must be a duration of 0 (the default, 2m) or more"))
 		}
 		if err := s.SetSettings(st); err != nil {
 			return err

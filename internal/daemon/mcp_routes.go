@@ -194,6 +194,11 @@ type streamAttachment struct {
 	// commander marks a REPL's stream: it is offered requests first and
 	// may pass them on (api.AttachPass).
 	commander bool
+	// seq orders streams by when they attached (approve.go asks the
+	// latest Commander).
+	seq uint64
+	// whoIs says who the client is, as it said (api.AttachWho).
+	whoIs string
 }
 
 // attachQueueBytes bounds the lines queued for an attach stream whose
@@ -209,16 +214,30 @@ type attachMember interface {
 	ask(ctx context.Context, kind string, params, result any, why func(context.Context) string) error
 	// isCommander marks a REPL: it is offered requests first.
 	isCommander() bool
+	// who names the member for a caller whose question it is asked
+	// (node.Asked).
+	who() string
 	resourceUpdated(uri string)
 }
 
 func newStreamAttachment(ctx context.Context, w http.ResponseWriter, commander bool) *streamAttachment {
-	a := &streamAttachment{w: w, ctx: ctx, commander: commander}
+	a := &streamAttachment{w: w, ctx: ctx, commander: commander, seq: attachSeq.Add(1)}
 	a.q = sendq.New(attachQueueBytes, a.write)
 	return a
 }
 
 func (a *streamAttachment) isCommander() bool { return a.commander }
+
+func (a *streamAttachment) who() string {
+	what := "a client attached to the node"
+	if a.commander {
+		what = "the Commander"
+	}
+	if a.whoIs != "" {
+		what += " (" + a.whoIs + ")"
+	}
+	return what
+}
 
 func (a *streamAttachment) resourceUpdated(uri string) {
 	_ = a.send(api.AttachLine{Kind: api.AttachResourceUpdated, URI: uri})
@@ -382,6 +401,9 @@ func (g *attachGroup) route(ctx context.Context, kind, offer string, params, res
 	}
 	for _, list := range [][]attachMember{plain, commanders} {
 		if len(list) > 0 {
+			// Whoever waits for the answer — a graph run from `nerve
+			// call` — can say where the question went.
+			node.Asked(ctx, list[0].who())
 			return list[0].ask(ctx, kind, params, result, why)
 		}
 	}
@@ -486,6 +508,7 @@ func (d *Daemon) handleMCPAttach(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", api.ContentTypeNDJSON)
 	w.WriteHeader(http.StatusOK)
 	a := newStreamAttachment(r.Context(), w, r.URL.Query().Get("as") == api.AttachAsCommander)
+	a.whoIs = cut(r.URL.Query().Get(api.AttachWho), 200)
 	leave := joinAttachGroup(b, s, id, a)
 	defer leave()
 	defer func() {

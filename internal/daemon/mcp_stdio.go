@@ -156,6 +156,10 @@ type serverMember struct {
 
 func (serverMember) isCommander() bool { return false }
 
+func (m serverMember) who() string {
+	return "the MCP client of `nerve mcp serve --node " + m.node + "`"
+}
+
 func (m serverMember) resourceUpdated(uri string) { m.a.ResourceUpdated(uri) }
 
 func (m serverMember) ask(ctx context.Context, kind string, params, result any, _ func(context.Context) string) error {

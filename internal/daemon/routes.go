@@ -35,6 +35,10 @@ func (d *Daemon) routes() http.Handler {
 		{"GET /v1/sessions/{session}/settings", d.inSession(false, d.handleSettings)},
 		{"PUT /v1/sessions/{session}/settings", d.inSession(true, d.handleSettings)},
 		{"GET /v1/sessions/{session}/nodes/{node}/tools", d.inSession(false, d.handleTools)},
+		// overrides.go
+		{"PUT /v1/sessions/{session}/nodes/{node}/tools/{tool}/override", d.inSession(false, d.handleOverride)},
+		{"PATCH /v1/sessions/{session}/nodes/{node}/tools/{tool}/override", d.inSession(false, d.handleOverride)},
+		{"DELETE /v1/sessions/{session}/nodes/{node}/tools/{tool}/override", d.inSession(false, d.handleOverride)},
 		{"POST /v1/sessions/{session}/nodes/{node}/call", http.HandlerFunc(d.handleCall)},       // call.go
 		{"GET /v1/sessions/{session}/nodes/{node}/runs/{run}", d.inSession(false, d.handleRun)}, // runs.go
 		{"POST /v1/sessions/{session}/nodes/{node}/reset", http.HandlerFunc(d.handleReset)},

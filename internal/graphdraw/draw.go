@@ -40,6 +40,10 @@ func stepLevels(d *graphlang.Def) map[string]int {
 	return level
 }
 
+// maxIndent is the deepest level Text indents: deeper levels are drawn at
+// it.
+const maxIndent = 8
+
 // Text draws d's steps by level, each with what it calls and what it
 // waits for; states, if given, adds each step's state and time from a run.
 func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) {
@@ -53,6 +57,11 @@ func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) 
 		width = max(width, len(s.ID))
 	}
 	fmt.Fprintf(w, "graph %s: %d steps\n", name, len(d.Steps))
+	if maxL > maxIndent {
+		// A long chain indented a level more per step: a 1,000-step chain
+		// drew lines of 3,000 characters (issue 27).
+		fmt.Fprintf(w, "(%d levels: those past %d are drawn at %d; each step names the steps it waits for)\n", maxL+1, maxIndent, maxIndent)
+	}
 	for l := 0; l <= maxL; l++ {
 		var row []*graphlang.Step
 		for _, s := range d.Steps {
@@ -68,7 +77,7 @@ func Text(w io.Writer, name string, d *graphlang.Def, states map[string]string) 
 			if len(row) == 1 {
 				branch = "──"
 			}
-			line := fmt.Sprintf("%s%s %-*s  %s", strings.Repeat("   ", l), branch, width, s.ID, what(s))
+			line := fmt.Sprintf("%s%s %-*s  %s", strings.Repeat("   ", min(l, maxIndent)), branch, width, s.ID, what(s))
 			if len(s.Deps) > 0 {
 				line += "  ← " + strings.Join(s.Deps, ", ")
 			}

@@ -1,6 +1,7 @@
 package graphdraw
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,5 +42,34 @@ func TestDrawScript(t *testing.T) {
 	}
 	if got := Mermaid(d); !strings.Contains(got, `sum["sum<br/>script"]`) {
 		t.Errorf("Mermaid:\n%s", got)
+	}
+}
+
+// TestDrawLongChain: a chain deeper than maxIndent is drawn at that
+// indent past it, and says so; a 1,000-step chain drew lines of 3,000
+// characters (issue 27 item 6).
+func TestDrawLongChain(t *testing.T) {
+	var src strings.Builder
+	src.WriteString("steps:\n  s0: {call: a.b}\n")
+	for i := 1; i < 1000; i++ {
+		fmt.Fprintf(&src, "  s%d: {call: a.b, after: s%d}\n", i, i-1)
+	}
+	d, err := graphlang.Parse([]byte(src.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	Text(&b, "chain", d, nil)
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 1002 || lines[1] != "(1000 levels: those past 8 are drawn at 8; each step names the steps it waits for)" {
+		t.Fatalf("%d lines, the second %q", len(lines), lines[1])
+	}
+	for _, l := range lines {
+		if len(l) > 100 {
+			t.Fatalf("a line of %d bytes: %q", len(l), l)
+		}
+	}
+	if want := strings.Repeat("   ", 8) + "── s999  a.b  ← s998"; lines[len(lines)-1] != want {
+		t.Errorf("last line %q, want %q", lines[len(lines)-1], want)
 	}
 }

@@ -478,7 +478,11 @@ func FirstLine(s string) string {
 		s = s[:i] + " …"
 	}
 	if len(s) > 300 {
-		s = s[:300] + " …"
+		n := 300
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n-- // never inside a UTF-8 character
+		}
+		s = s[:n] + " …"
 	}
 	return s
 }

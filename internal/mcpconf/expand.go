@@ -6,12 +6,14 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // UnsetError reports a ${NAME} reference to a variable that is not set and
 // has no default. nerve never passes such a reference on literally.
 type UnsetError struct {
-	// Name is the variable's name.
+	// Name is the variable's name, or the secret's for ${keychain:NAME}.
 	Name string
 	// Ref is the reference as written between the braces, without a
 	// default: "GITHUB_TOKEN", or "env:GITHUB_TOKEN" in VS Code's form.
@@ -22,11 +24,24 @@ type UnsetError struct {
 }
 
 func (e *UnsetError) Error() string {
+	if e.Secret() {
+		return fmt.Sprintf("secret %s is not in nerve's secret store (${%s}); set it with `nerve secret set %s` (it reads the value from the terminal or stdin), then restart the node", e.Name, e.Ref, e.Name)
+	}
 	if e.Where != "" {
 		return fmt.Sprintf("${%s} is not set in %s; set it with `nerve env set %s=…` (or write ${%s:-default})", e.Ref, e.Where, e.Name, e.Ref)
 	}
 	return fmt.Sprintf("variable ${%s} is not set (set it, or write ${%s:-default})", e.Ref, e.Ref)
 }
+
+// Secret reports whether the reference is to a secret (${keychain:NAME}).
+func (e *UnsetError) Secret() bool { return strings.HasPrefix(e.Ref, KeychainPrefix) }
+
+// KeychainPrefix starts a reference to one of nerve's secrets,
+// ${keychain:NAME} (issue 32, item 5): Expand asks lookup for the key
+// "keychain:NAME" (node.SecretPrefix), which no environment variable can
+// be named, and the session answers it from the secret store (`nerve
+// secret set NAME`).
+const KeychainPrefix = node.SecretPrefix
 
 // Explain fills in Where of an *UnsetError in err and returns err.
 //
@@ -71,7 +86,9 @@ func (e *refError) Error() string { return e.msg }
 // Expand replaces ${NAME} with the value lookup returns for NAME, and
 // ${NAME:-default} with the default when NAME is unset or empty (as in the
 // shell). The default may itself contain references. VS Code's ${env:NAME}
-// is the same as ${NAME}. $${ is a literal ${; any other $ is kept as is.
+// is the same as ${NAME}; ${keychain:NAME} is one of nerve's secrets,
+// looked up as "keychain:NAME". $${ is a literal ${; any other $ is kept
+// as is.
 // Values are inserted verbatim: a value containing ${ is not expanded again.
 //
 // An unset variable without a default is an *UnsetError.
@@ -154,9 +171,12 @@ func clip(s string) string {
 func expandRef(s string, i, depth int, eval bool, lookup func(string) (string, bool)) (string, int, error) {
 	j := i + 2
 	k := scanName(s, j)
+	key := ""
 	if k < len(s) && s[k] == ':' && !strings.HasPrefix(s[k:], ":-") && isLetters(s[j:k]) {
 		prefix := s[j:k]
-		if prefix != "env" {
+		if prefix == "keychain" {
+			key = KeychainPrefix
+		} else if prefix != "env" {
 			end := strings.IndexByte(s[k:], '}')
 			if end < 0 {
 				return "", 0, errUnterminated(s, i)
@@ -185,7 +205,7 @@ func expandRef(s string, i, depth int, eval bool, lookup func(string) (string, b
 	var val string
 	var set bool
 	if eval {
-		val, set = lookup(name)
+		val, set = lookup(key + name)
 	}
 	if s[k] == '}' {
 		if eval && !set {
@@ -235,6 +255,9 @@ func (s Server) Expand(lookup func(string) (string, bool), file string) (Server,
 			return fmt.Errorf("%s%w", prefix, err)
 		}
 		return fmt.Errorf("%s%s: %w", prefix, field, err)
+	}
+	if err := s.checkSecretPlaces(); err != nil {
+		return Server{}, fail(err.field, err)
 	}
 	out := s.clone()
 	var err error
@@ -298,4 +321,54 @@ func sortedKeys(m map[string]string) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// secretPlaceError is a ${keychain:NAME} where a secret would be seen.
+type secretPlaceError struct {
+	field, ref, fix string
+}
+
+func (e *secretPlaceError) Error() string {
+	return fmt.Sprintf("%s cannot be used here: %s", e.ref, e.fix)
+}
+
+// checkSecretPlaces refuses a secret (${keychain:NAME}) in the command,
+// its arguments, the cwd or the URL: a process's command line is visible
+// to every user of the machine (ps, /proc/PID/cmdline), and a URL is
+// written to logs and messages. Secrets go in env, headers and oauth.
+func (s Server) checkSecretPlaces() *secretPlaceError {
+	const argFix = `a command line is visible to every user of the machine (ps, /proc/PID/cmdline); pass it in "env" and have the server read it from there`
+	for i, a := range s.Command {
+		field := `"command"`
+		if i > 0 {
+			field = fmt.Sprintf(`"args[%d]"`, i-1)
+		}
+		if ref := secretRef(a); ref != "" {
+			return &secretPlaceError{field, ref, argFix}
+		}
+	}
+	if ref := secretRef(s.Cwd); ref != "" {
+		return &secretPlaceError{`"cwd"`, ref, "a folder is no secret"}
+	}
+	if ref := secretRef(s.URL); ref != "" {
+		return &secretPlaceError{`"url"`, ref, `a URL is written to logs and messages; pass it in a header ("headers": {"Authorization": "Bearer ${keychain:NAME}"})`}
+	}
+	return nil
+}
+
+// secretRef returns the first ${keychain:NAME} that s refers to, its
+// defaults included, or "".
+func secretRef(s string) string {
+	if !strings.Contains(s, KeychainPrefix) {
+		return ""
+	}
+	ref := ""
+	// Every variable set and empty: each default is expanded too.
+	_, _ = Expand(s, func(k string) (string, bool) {
+		if ref == "" && strings.HasPrefix(k, KeychainPrefix) {
+			ref = "${" + k + "}"
+		}
+		return "", true
+	})
+	return ref
 }

@@ -271,7 +271,7 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 			return err
 		}
 	}
-	for _, step := range []func() error{r.passThrough, r.joinArgs, r.transport, r.checkRefs} {
+	for _, step := range []func() error{r.nearMisses, r.passThrough, r.joinArgs, r.transport, r.checkRefs} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -303,6 +303,7 @@ type serverReader struct {
 	disabled  bool
 	fields    []field        // strings that may hold ${VAR}
 	present   map[string]int // key → offset, for "ignored" warnings
+	misses    []nearMiss     // unknown keys close to ones that matter
 }
 
 // member reads one member of the server object.
@@ -347,6 +348,12 @@ func (r *serverReader) member(m member) error {
 	case "envFile":
 		r.p.warn(m.keyOff, "server %q: \"envFile\" is not supported and was ignored: put the variables in \"env\"", r.name)
 	default:
+		if k := suggest.Closest(m.key, knownKeys); k != "" && mattersIfMissing[k] != "" {
+			// Settled once every key is read (nearMisses): the key it
+			// stands for may be there too.
+			r.misses = append(r.misses, nearMiss{key: m.key, off: m.keyOff, meant: k})
+			return nil
+		}
 		msg := fmt.Sprintf("server %q: unknown key %q ignored", r.name, m.key)
 		if k := suggest.Closest(m.key, knownKeys); k != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", k)
@@ -354,6 +361,43 @@ func (r *serverReader) member(m member) error {
 		r.p.warn(m.keyOff, "%s", msg)
 	}
 	return err
+}
+
+// mattersIfMissing says, for each key whose absence changes what runs,
+// what nerve would do without it: a server whose unknown key is a near
+// miss of one of these ("arg") is refused with did-you-mean, not started
+// without its arguments to fail after its start timeout (issue 27).
+var mattersIfMissing = map[string]string{
+	"command":         "with no command",
+	"args":            "without its arguments",
+	"url":             "with no URL",
+	"type":            "with the transport guessed from its command or URL",
+	"env":             "without those variables",
+	"env_passthrough": "without those variables",
+	"headers":         "without those headers",
+	"cwd":             "in the config file's folder",
+	"disabled":        "although the file means to disable it",
+	"enabled":         "ignoring whether the file enables it",
+}
+
+// nearMiss is an unknown key of a server that is a near miss of a key
+// that matters (mattersIfMissing).
+type nearMiss struct {
+	key, meant string
+	off        int
+}
+
+// nearMisses refuses a server with a near miss of a key that matters and
+// not that key itself; beside the key it stands for, it is only warned of.
+func (r *serverReader) nearMisses() error {
+	for _, m := range r.misses {
+		if _, ok := r.present[m.meant]; ok {
+			r.p.warn(m.off, "server %q: unknown key %q ignored (did you mean %q? it is there too)", r.name, m.key, m.meant)
+			continue
+		}
+		return r.f.errorf(m.off, "server %q: unknown key %q — did you mean %q? nerve would start the server %s: rename the key", r.name, m.key, m.meant, mattersIfMissing[m.meant])
+	}
+	return nil
 }
 
 // readType reads "type" (or "transport"); both may be written if they agree.

@@ -202,6 +202,9 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 			return Server{}, o, fmt.Errorf("mcp node %q: %w", spec.ID, err)
 		}
 	}
+	if err := s.checkSecretPlaces(); err != nil {
+		return Server{}, o, fmt.Errorf("mcp node %q: %s: %w", spec.ID, err.field, err)
+	}
 	if o.Retry != nil && s.Transport == "stdio" {
 		return Server{}, o, fmt.Errorf("mcp node %q: retry is for http and sse servers, whose requests a server or gateway may turn away; remove it", spec.ID)
 	}

@@ -76,7 +76,7 @@ func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: seq, Message: scriptCallMessage(ev)})
 		}
 	}
-	res, err := codemode.Run(node.WithCaller(ctx, s.caller(ss)), in.Script, opts)
+	res, err := codemode.Run(s.callContext(ctx, ss), in.Script, opts) // approve.go: the client approves its script's calls
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,10 @@ func TestConformanceNodeMode(t *testing.T) {
 	ep := startEndpoint(t, s)
 	base := tokenProxy(t, "http://"+ep.Addr(), ep.Token())
 	target := base + "/mcp/test/node/x"
+	if runs, _ := strconv.Atoi(os.Getenv("NERVE_CONFORMANCE_RUNS")); runs > 0 {
+		repeatSuite(t, target, runs) // see TestConformanceNodeModeHTTP
+		return
+	}
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()

@@ -187,7 +187,7 @@ func (s *Server) searchIndex() *toolsearch.Index {
 type found struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	InputSchema any    `json:"input_schema"`
+	InputSchema any    `json:"inputSchema"` // MCP's name, as describe_tool gives it
 }
 
 type searchResult struct {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // Filter is a list of tool globs that chooses what an MCP client of the
@@ -58,20 +60,7 @@ func (f Filter) IsZero() bool { return len(f.include) == 0 && len(f.exclude) == 
 
 // match reports whether glob p chooses node id's tool (tool "" asks about
 // the node as a whole: a dotless glob, or one whose tool part is "*").
-func match(p, id, tool string) bool {
-	np, tp, dotted := strings.Cut(p, ".")
-	if ok, _ := path.Match(np, id); !ok {
-		return false
-	}
-	if !dotted {
-		return true
-	}
-	if tool == "" {
-		return tp == "*"
-	}
-	ok, _ := path.Match(tp, tool)
-	return ok
-}
+func match(p, id, tool string) bool { return node.MatchTool(p, id, tool) }
 
 // allows reports whether f exposes tool t of node id.
 func (f Filter) allows(id string, t *mcp.Tool) bool {

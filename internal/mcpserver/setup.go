@@ -46,7 +46,7 @@ func (s *Server) serverOptions() *mcp.ServerOptions {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) { s.last.Store(req.Session) },
-		// The draft protocol 2026-07-28 forbids requests to the client while
+		// The current protocol, 2026-07-28, forbids requests to the client while
 		// serving one (SEP-2322 wants them returned as input requests), but
 		// a node's server asks for sampling or elicitation in the middle of
 		// a call: offer the versions up to 2025-11-25, which every client

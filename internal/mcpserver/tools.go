@@ -178,7 +178,7 @@ func (s *Server) toolHandler(id string, t *mcp.Tool) mcp.ToolHandler {
 			args = req.Params.Arguments
 			meta = req.Params.Meta
 		}
-		res, err := s.b.Call(node.WithCaller(ctx, s.caller(ss)), id, tool, args, meta, observe)
+		res, err := s.b.Call(s.callContext(ctx, ss), id, tool, args, meta, observe) // approve.go
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -1,7 +1,8 @@
 // Package paths says where nerve keeps its files: the state folder (saved
-// sessions, logs, the call log, REPL history) and the runtime folder (the
-// daemon's socket and lock). NERVE_HOME puts everything under one folder;
-// tests use it. Only commands and the daemon import it.
+// sessions, logs, the call log, REPL history, the contexts of `nerve
+// context`) and the runtime folder (the daemon's socket and lock).
+// NERVE_HOME puts everything under one folder; tests use it. Only
+// commands and the daemon import it.
 package paths
 
 import (
@@ -31,6 +32,9 @@ type Paths struct {
 	History string
 	// Sessions holds <name>.json (saved specs) and <name>/ (node folders).
 	Sessions string
+	// Contexts names the daemons of other machines (`nerve context`) and
+	// the one commands use.
+	Contexts string
 }
 
 // maxSocketPath is the longest Unix socket path that works everywhere
@@ -68,6 +72,7 @@ func Under(state, run string) Paths {
 		CallLog:  filepath.Join(state, "calls.jsonl"),
 		History:  filepath.Join(state, "history"),
 		Sessions: filepath.Join(state, "sessions"),
+		Contexts: filepath.Join(state, "contexts.json"),
 	}
 }
 

@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,9 +142,10 @@ func (k *asker) sync(ctx context.Context) {
 	}
 	present := map[string]bool{}
 	for _, in := range infos {
-		if in.Kind != "mcp" && in.Kind != "graph" {
-			continue // a graph's ask steps come to the Commander too
-		}
+		// Every node: an mcp server's requests and a graph's ask steps
+		// come to the Commander, and so do the approvals the session's
+		// call policy asks for (any node's stream carries them), which
+		// must reach a Commander on a session of bash and llm nodes too.
 		present[in.ID] = true
 		k.mu.Lock()
 		_, ok := k.attached[in.ID]
@@ -149,7 +153,7 @@ func (k *asker) sync(ctx context.Context) {
 		if ok || k.ctx.Err() != nil {
 			continue
 		}
-		a, err := k.r.session.AttachCommander(k.ctx, in.ID)
+		a, err := k.r.session.AttachCommander(k.ctx, in.ID, whoAmI())
 		if err != nil {
 			continue // removed meanwhile, or an old daemon: the next event retries
 		}
@@ -549,4 +553,15 @@ func (w *wakeReader) Wake() {
 func (w *wakeReader) Close() error {
 	w.shut.Do(func() { close(w.done) })
 	return nil
+}
+
+// whoAmI says which Commander this is, for a caller whose question it is
+// asked (`nerve call` of a graph with an ask: step): "pid 4242 on
+// /dev/pts/3", the terminal where /proc tells it.
+func whoAmI() string {
+	who := "pid " + strconv.Itoa(os.Getpid())
+	if tty, err := os.Readlink("/proc/self/fd/0"); err == nil && strings.HasPrefix(tty, "/dev/") {
+		who += " on " + tty
+	}
+	return who
 }

@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -182,6 +183,7 @@ type status struct {
 	paused   bool     // a request from a server is being answered
 	held     []string // log and step lines held back meanwhile
 	graph    graphSteps
+	steps    callview.Steps // an agent's steps, worded
 }
 
 var spinnerFrames = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
@@ -225,7 +227,7 @@ func (s *status) event(l api.CallLine) {
 		if l.Step == "graph" {
 			s.graph.update(l.Data)
 		}
-		if line := stepLine(l); line != "" {
+		if line := s.stepLine(l); line != "" {
 			s.sideLineLocked(line)
 		}
 	}
@@ -244,26 +246,17 @@ func (s *status) sideLineLocked(line string) {
 	fmt.Fprintln(s.r.errOut, paint(s.r.style, s.r.style.Dim, line))
 }
 
-// stepLine is one line for a structured step of an agent (tool use, tool
-// result, usage), or "" for steps not worth a line.
-func stepLine(l api.CallLine) string {
-	data := strings.TrimSpace(string(l.Data))
-	if len(data) > 160 {
-		data = data[:157] + "..."
-	}
-	switch l.Step {
-	case "graph":
+// stepLine is one line for a graph's step or an agent's (a tool call, its
+// result, thinking, tokens used), or "" for a step not worth a line.
+func (s *status) stepLine(l api.CallLine) string {
+	if l.Step == "graph" {
+		var ev api.StepEvent
+		if json.Unmarshal(l.Data, &ev) == nil && ev.State == api.StepAsked && strings.Contains(ev.Reason, "("+whoAmI()+")") {
+			return "" // the question is on this screen
+		}
 		return callview.GraphStepLine(l.Data)
-	case "tool_call", "tool_use":
-		return "→ " + data
-	case "tool_result":
-		return "← " + data
-	case "thinking":
-		return "… " + data
-	case "":
-		return ""
 	}
-	return l.Step + " " + data
+	return s.steps.Line(l.Step, l.Data)
 }
 
 func (s *status) draw() {

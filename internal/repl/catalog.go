@@ -19,7 +19,9 @@ import (
 type catalog struct {
 	session *client.Session
 	ix      atomic.Pointer[commander.Index]
-	stale   atomic.Bool
+	// notes holds commander.NodeNote of each node that is not running.
+	notes atomic.Pointer[map[string]string]
+	stale atomic.Bool
 	// mu serialises refreshes.
 	mu sync.Mutex
 }
@@ -42,6 +44,15 @@ func (c *catalog) index() *commander.Index {
 
 func (c *catalog) invalidate() { c.stale.Store(true) }
 
+// note is what node id's tools are worth when it is not running
+// (commander.NodeNote), as of the last refresh.
+func (c *catalog) note(id string) string {
+	if m := c.notes.Load(); m != nil {
+		return (*m)[id]
+	}
+	return ""
+}
+
 // refresh asks the daemon for every node and the tools of the ready ones:
 // two round trips whatever the number of nodes.
 func (c *catalog) refresh(ctx context.Context) {
@@ -60,9 +71,14 @@ func (c *catalog) refresh(ctx context.Context) {
 		return
 	}
 	m := make(map[string][]*mcp.Tool, len(infos))
+	notes := map[string]string{}
 	for _, info := range infos {
 		m[info.ID] = nil
+		if n := commander.NodeNote(info); n != "" {
+			notes[info.ID] = n
+		}
 	}
+	c.notes.Store(&notes)
 	for _, t := range tools {
 		m[t.Node] = append(m[t.Node], t.MCPTool)
 	}

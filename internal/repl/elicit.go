@@ -466,6 +466,9 @@ func elicitCancel() *mcp.ElicitResult  { return &mcp.ElicitResult{Action: "cance
 // answerElicit runs the elicitation dialog: a form field by field, or the
 // consent to open a URL.
 func (r *repl) answerElicit(_ context.Context, q *ask) askAnswer {
+	if a := approvalOf(q.params); a != nil {
+		return r.answerApproval(q, a) // approve.go
+	}
 	var p elicitRequest
 	if err := json.Unmarshal(q.params, &p); err != nil {
 		r.printErr(fmt.Errorf("@%s sent an elicitation request nerve cannot read: %w (declined)", q.node, err))

@@ -32,7 +32,7 @@ func (g *graphSteps) update(data []byte) {
 			g.order = append(g.order, ev.Step)
 		}
 		g.running[ev.Step] = time.Now()
-	case api.StepRetried:
+	case api.StepRetried, api.StepAsked:
 		// still running
 	default:
 		delete(g.running, ev.Step)

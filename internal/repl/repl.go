@@ -319,10 +319,12 @@ func (r *repl) run(ctx context.Context, text string) (quit bool) {
 			return false
 		}
 		fmt.Fprint(r.out, commander.RenderToolList(ln.Node, tools, r.style))
+		r.printNote(ln.Node)
 	case commander.ToolHelp:
 		tools, _ := r.catalog.index().Tools(ln.Node)
 		t, _ := r.catalog.index().Tool(ln.Node, ln.Tool)
 		fmt.Fprint(r.out, commander.RenderToolHelp(ln.Node, t, len(tools) == 1, r.style))
+		r.printNote(ln.Node)
 	case commander.Call:
 		r.call(ctx, ln)
 	case commander.Search:
@@ -415,6 +417,14 @@ func (r *repl) awaitTools(ctx context.Context, id string) {
 
 // printNodeNotReady explains why a node has no tools to show; it reports
 // whether it said anything (not for a node that is READY after all).
+// printNote says, after a node's tools, what they are worth when it is
+// not running (issue 27: a STOPPED node's tools looked callable).
+func (r *repl) printNote(id string) {
+	if n := r.catalog.note(id); n != "" {
+		fmt.Fprintln(r.errOut, paint(r.style, r.style.Dim, commander.REPLSyntax(n)))
+	}
+}
+
 func (r *repl) printNodeNotReady(ctx context.Context, id string) bool {
 	d, err := r.session.Node(ctx, id)
 	if err != nil {

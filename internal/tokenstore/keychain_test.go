@@ -98,6 +98,15 @@ func keychainChecks(t *testing.T) {
 	if err := s.Delete(key); err != nil {
 		t.Errorf("Delete of nothing: %v", err)
 	}
+	// `nerve secret` values: in the keychain, as libsecret sees them;
+	// nothing in a file but their names.
+	secretsChecks(t, NewSecrets(s, state), state)
+	if got := secretTool(t, state+"|secret|B"); got != "b-value" {
+		t.Errorf("secret-tool lookup of secret B = %q", got)
+	}
+	if files, _ := filepath.Glob(filepath.Join(state, "tokens", "*")); len(files) != 0 {
+		t.Errorf("files %v; the keychain's secrets went to the state folder", files)
+	}
 }
 
 // secretTool returns what libsecret's secret-tool finds for nerve's item

@@ -1,9 +1,11 @@
-// Package tokenstore keeps OAuth sign-ins of mcp nodes across daemon
-// restarts, out of the session state and the logs: in the OS keychain
-// where there is one (macOS Keychain, Windows Credential Manager, the
-// Secret Service on Linux desktops, through github.com/zalando/go-keyring),
-// else in 0600 files of a 0700 folder in nerve's state folder. The daemon
-// and the commands (`nerve node auth`) import it.
+// Package tokenstore keeps OAuth sign-ins of mcp nodes and nerve's
+// secrets (`nerve secret`, a node's ${keychain:NAME}: secrets.go) across
+// daemon restarts, out of the session state and the logs: in the OS
+// keychain where there is one (macOS Keychain, Windows Credential Manager,
+// the Secret Service on Linux desktops, through
+// github.com/zalando/go-keyring), else in 0600 files of a 0700 folder in
+// nerve's state folder. The daemon and the commands (`nerve node auth`,
+// `nerve secret`) import it.
 package tokenstore
 
 import (

@@ -66,8 +66,8 @@ func BenchmarkIndex1000(b *testing.B) {
 }
 
 // BenchmarkEval reports, per query set, recall@1 and recall@5 of what
-// search_tools answers and the median time of one search: the agent set
-// and the old set on the corpus (273 tools), the old set on issue 19's
+// search_tools answers and the median time of one search: the agent set,
+// the person set and the old set on the corpus (273 tools), the old set on issue 19's
 // catalogue (twenty server-everything nodes and one filesystem node), and
 // the set NERVE_DISCOVERY_QUERIES names, if any.
 func BenchmarkEval(b *testing.B) {
@@ -78,6 +78,7 @@ func BenchmarkEval(b *testing.B) {
 		qs   []query
 	}{
 		{"agent-dev", docs, agentQueries(b, "testdata/agent-dev.jsonl")},
+		{"person-dev", docs, agentQueries(b, "testdata/person-dev.jsonl")},
 		{"old", docs, oldQueries(b)},
 		{"old-issue19", catalogue(b), oldQueries(b)},
 	}

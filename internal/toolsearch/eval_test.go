@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -14,9 +16,11 @@ import (
 )
 
 // The discovery evaluation (issue 28): the tools of 25 real MCP servers
-// (testdata/corpus.json) and queries written from tasks by someone who
-// never saw the catalogue (testdata/agent-dev.jsonl), plus the 35 queries
-// of issue 19 (testdata/queries.txt). docs/performance.md records the
+// (testdata/corpus.json) and queries written from tasks by people who
+// never saw the catalogue, the way an agent sends them
+// (testdata/agent-dev.jsonl) and the way a person types them
+// (testdata/person-dev.jsonl), plus the 35 queries of issue 19
+// (testdata/queries.txt). docs/performance.md records the
 // figures; NERVE_DISCOVERY_QUERIES=FILE.jsonl evaluates another set.
 
 // corpus loads testdata/corpus.json as one session: a node per server,
@@ -179,8 +183,9 @@ func evaluateWith(ix *Index, qs []query, u *Usage) score {
 	return s
 }
 
-// TestEval holds the ranking to the floors of issue 28 on the agent set
-// and of issue 19 on the old set, on the whole corpus.
+// TestEval holds the ranking to the floors of issue 28 on the agent set,
+// to what it reached on the person set, and of issue 19 on the old set,
+// on the whole corpus.
 func TestEval(t *testing.T) {
 	ix := New(corpus(t))
 	for _, c := range []struct {
@@ -191,6 +196,12 @@ func TestEval(t *testing.T) {
 		minCount int
 	}{
 		{"agent-dev", agentQueries(t, "testdata/agent-dev.jsonl"), 0.60, 0.90, 100},
+		{"person-dev", agentQueries(t, "testdata/person-dev.jsonl"), 0.60, 0.85, 100},
+		// The held-out sets: written with the dev sets, kept from the
+		// engineers who tuned the ranking and measured once it was final
+		// (agent 1.00 / 1.00, person 0.78 / 0.85); here so they stay so.
+		{"agent-heldout", agentQueries(t, "testdata/agent-heldout.jsonl"), 0.90, 0.97, 40},
+		{"person-heldout", agentQueries(t, "testdata/person-heldout.jsonl"), 0.70, 0.80, 40},
 		{"old", oldQueries(t), 0, 0.95, 35},
 	} {
 		s := evaluate(ix, c.qs)
@@ -228,6 +239,7 @@ func TestMeans(t *testing.T) {
 	if !testing.Verbose() {
 		t.Skip("reports only: run with -v")
 	}
+	person := agentQueries(t, "testdata/person-dev.jsonl")
 	agent := agentQueries(t, "testdata/agent-dev.jsonl")
 	// The tasks themselves as queries: longer, in the user's words, a
 	// harder set that tells the means apart.
@@ -237,40 +249,134 @@ func TestMeans(t *testing.T) {
 	}
 	old := oldQueries(t)
 	docs, small := corpus(t), catalogue(t)
-	none := config{}
+	// with returns the config of the row before with f applied.
+	var c config
+	with := func(f func(c *config)) config {
+		f(&c)
+		return c
+	}
 	for _, m := range []struct {
 		name string
 		cfg  config
 		stem func(string) string
 	}{
-		{"issue 19's BM25 (own stemmer, no server, no thesaurus)", config{params: true}, legacyStem},
-		{"  without parameters", none, legacyStem},
-		{"Snowball stemmer", config{params: true}, stem},
-		{"+ server name and title", config{params: true, server: true}, stem},
-		{"+ server instructions", config{params: true, server: true, instruction: wInstructed}, stem},
-		{"+ WordNet synonyms", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym}, stem},
-		{"+ WordNet derived forms", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym, derived: defaults.derived}, stem},
-		{"+ FOLDOC computing synonyms", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym, derived: defaults.derived, software: defaults.software}, stem},
-		{"+ nearest spelling", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym, derived: defaults.derived, software: defaults.software, fuzzy: defaults.fuzzy}, stem},
-		{"+ abbreviations", config{params: true, server: true, instruction: wInstructed, synonym: defaults.synonym, derived: defaults.derived, software: defaults.software, fuzzy: defaults.fuzzy, abbrev: defaults.abbrev}, stem},
-		{"+ compounds", defaults, stem},
+		{"issue 19's BM25 (own stemmer, no server, no thesaurus)", with(func(c *config) { c.params = true }), legacyStem},
+		{"  without parameters", config{}, legacyStem},
+		{"Snowball stemmer", with(func(*config) {}), stem},
+		{"+ server name and title", with(func(c *config) { c.server = true }), stem},
+		{"+ server instructions", with(func(c *config) { c.instruction = wInstructed }), stem},
+		{"+ WordNet synonyms", with(func(c *config) { c.synonym = 0.4 }), stem},
+		{"+ WordNet derived forms", with(func(c *config) { c.derived = 0.5 }), stem},
+		{"+ FOLDOC computing synonyms", with(func(c *config) { c.software = 0.4 }), stem},
+		{"+ nearest spelling", with(func(c *config) { c.fuzzy = 0.5 }), stem},
+		{"+ abbreviations", with(func(c *config) { c.abbrev = 0.8 }), stem},
+		{"+ compounds: issue 28's first round", with(func(c *config) { c.compounds = true }), stem},
+		{"+ rarer senses' synonyms near by GloVe (0.2)", with(func(c *config) { c.rare = 0.2 }), stem},
+		{"+ derived forms 0.4", with(func(c *config) { c.derived = 0.4 }), stem},
+		{"+ a dictionary word is no typo", with(func(c *config) { c.typos = true }), stem},
+		{"+ a compound or its words, not both", with(func(c *config) { c.either = true }), stem},
+		{"+ a split word's parts count half", with(func(c *config) { c.split = 0.5 }), stem},
+		{"+ the server a query names (×1.5)", with(func(c *config) { c.named = 0.5 }), stem},
+		{"+ a question prefers read-only tools (0.3)", with(func(c *config) { c.asks = 0.3 }), stem},
+		{"+ a verb of change prefers the others (0.2)", with(func(c *config) { c.does = 0.2 }), stem},
 	} {
 		stemmer = m.stem
 		ix := newIndex(docs, m.cfg)
-		a, ta, o, os := evaluate(ix, agent), evaluate(ix, tasks), evaluate(ix, old), evaluate(newIndex(small, m.cfg), old)
-		t.Logf("%-58s agent %.2f/%.2f  tasks %.2f/%.2f  old(273) %.2f/%.2f  old(issue 19) %.2f/%.2f", m.name, a.r1(), a.r5(), ta.r1(), ta.r5(), o.r1(), o.r5(), os.r1(), os.r5())
+		p, a, ta, o, os := evaluate(ix, person), evaluate(ix, agent), evaluate(ix, tasks), evaluate(ix, old), evaluate(newIndex(small, m.cfg), old)
+		t.Logf("%-52s person %.2f/%.2f  agent %.2f/%.2f  tasks %.2f/%.2f  old(273) %.2f/%.2f  old(issue 19) %.2f/%.2f", m.name, p.r1(), p.r5(), a.r1(), a.r5(), ta.r1(), ta.r5(), o.r1(), o.r5(), os.r1(), os.r5())
 	}
 	stemmer = stem
+	if c != defaults {
+		t.Errorf("the last row is %+v, want the defaults %+v", c, defaults)
+	}
 	// Usage: a session that, after each query, called its right tool;
 	// then the same session asked the whole set again.
 	ix := New(docs)
 	for _, set := range []struct {
 		name string
 		qs   []query
-	}{{"agent", agent}, {"tasks", tasks}} {
+	}{{"person", person}, {"agent", agent}, {"tasks", tasks}} {
 		u := NewUsage()
 		first := evaluateWith(ix, set.qs, u)
 		again := evaluateWith(ix, set.qs, u)
 		t.Logf("usage, %s: one pass %.2f/%.2f, the same queries again %.2f/%.2f", set.name, first.r1(), first.r5(), again.r1(), again.r5())
 	}
+}
+
+// TestCrossValidation checks that the weights of defaults were not
+// fitted to the person set's queries: NERVE_DISCOVERY_CV=N draws N
+// random weightings of the means, and in each of five folds picks the
+// one that ranks best the other four fifths of the person set (recall@1
+// plus recall@5, among those that keep agent-dev at 0.92 / 1.00 and the
+// old set at 0.95 recall@5), then scores it on the held-out fifth. It
+// reports the held-out figures beside those of defaults and of issue
+// 28's first round; it only reports (about 10 s per 100 draws).
+func TestCrossValidation(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("NERVE_DISCOVERY_CV"))
+	if n <= 0 {
+		t.Skip("NERVE_DISCOVERY_CV=N sets how many weightings to draw")
+	}
+	person := agentQueries(t, "testdata/person-dev.jsonl")
+	agent := agentQueries(t, "testdata/agent-dev.jsonl")
+	old := oldQueries(t)
+	docs, small := corpus(t), catalogue(t)
+	type run struct {
+		cfg   config
+		right []int // per person query: 1 first, 5 in the first five, 0 missed
+		ok    bool
+	}
+	measure := func(c config) run {
+		ix := newIndex(docs, c)
+		r := run{cfg: c}
+		for _, q := range person {
+			s := evaluate(ix, []query{q})
+			r.right = append(r.right, map[[2]int]int{{1, 1}: 1, {0, 1}: 5, {0, 0}: 0}[[2]int{s.at1, s.at5}])
+		}
+		a, o, o19 := evaluate(ix, agent), evaluate(ix, old), evaluate(newIndex(small, c), old)
+		r.ok = a.r1() >= 0.92 && a.r5() >= 1 && o.r5() >= 0.95 && o19.r5() >= 0.95
+		return r
+	}
+	var round1 config
+	round1.params, round1.server, round1.instruction = true, true, wInstructed
+	round1.synonym, round1.derived, round1.software, round1.fuzzy, round1.abbrev, round1.compounds = 0.4, 0.5, 0.4, 0.5, 0.8, true
+	runs := []run{measure(defaults), measure(round1)}
+	rnd := rand.New(rand.NewPCG(28, 2))
+	pick := func(xs ...float64) float64 { return xs[rnd.IntN(len(xs))] }
+	for range n {
+		c := defaults
+		c.synonym, c.derived, c.rare = pick(0.3, 0.4, 0.5), pick(0.4, 0.5, 0.6), pick(0, 0.1, 0.2, 0.3)
+		c.named, c.asks, c.does = pick(0, 0.25, 0.5, 1), pick(0, 0.1, 0.2, 0.3), pick(0, 0.1, 0.2, 0.3)
+		c.split, c.typos, c.either = pick(0, 0.5), pick(0, 1) == 1, pick(0, 1) == 1
+		runs = append(runs, measure(c))
+	}
+	sum := func(r run, in func(i int) bool) (at1, at5 int) {
+		for i, k := range r.right {
+			if in(i) {
+				at1 += map[int]int{1: 1}[k]
+				at5 += map[int]int{1: 1, 5: 1}[k]
+			}
+		}
+		return at1, at5
+	}
+	var chosen, def, first [2]int
+	for fold := range 5 {
+		train := func(i int) bool { return i%5 != fold }
+		test := func(i int) bool { return i%5 == fold }
+		best, bestV := 0, -1
+		for j, r := range runs {
+			if a1, a5 := sum(r, train); r.ok && a1+a5 > bestV {
+				best, bestV = j, a1+a5
+			}
+		}
+		for k, r := range []run{runs[best], runs[0], runs[1]} {
+			a1, a5 := sum(r, test)
+			p := []*[2]int{&chosen, &def, &first}[k]
+			p[0] += a1
+			p[1] += a5
+		}
+		t.Logf("fold %d: chose %+v", fold+1, runs[best].cfg)
+	}
+	m := float64(len(person))
+	t.Logf("held out, the weighting chosen on the other folds: recall@1 %.2f, recall@5 %.2f", float64(chosen[0])/m, float64(chosen[1])/m)
+	t.Logf("held out, defaults: %.2f / %.2f; issue 28's first round: %.2f / %.2f", float64(def[0])/m, float64(def[1])/m, float64(first[0])/m, float64(first[1])/m)
 }

@@ -52,6 +52,7 @@ func (ix *Index) Find(ctx context.Context, query string, o *Options) Result {
 	r := Result{Of: ix.count(o.Allow)}
 	ws := ix.expand(queryWords(query))
 	scores := ix.lexical(ws)
+	ix.intend(query, ws, scores)
 	if o.Usage != nil {
 		o.Usage.boost(ix, ws, scores)
 	}

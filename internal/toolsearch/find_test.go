@@ -66,8 +66,8 @@ func TestFindNeverEmpty(t *testing.T) {
 func TestUsage(t *testing.T) {
 	ix := New(corpus(t))
 	ctx := context.Background()
-	const q = "monitor a web page for changes on a schedule"
-	want := "firecrawl.firecrawl_monitor_create"
+	const q = "add a comment to a Notion page"
+	want := "notion.API-create-a-comment"
 	u := NewUsage()
 	first := ix.Find(ctx, q, &Options{Usage: u, Limit: 10})
 	i := slices.Index(names(first.Hits), want)

@@ -9,10 +9,12 @@ import (
 
 // The two word lists, derived by testdata/thesaurus (its README says
 // how): a line per word stem, sorted, then its synonyms' stems, then its
-// derived forms' stems each after a +; comment lines start with #.
+// derived forms' stems each after a +, then its rarer senses' synonyms'
+// stems each after a ~; comment lines start with #.
 var (
 	// wordnet is WordNet 3.0's synonyms of a word's two most frequent
-	// senses and its derived forms (licence: thesaurus-LICENSE).
+	// senses, its derived forms, and the synonyms of its rarer senses
+	// that GloVe's vectors put near it (licence: thesaurus-LICENSE).
 	//
 	//go:embed thesaurus.txt
 	wordnetText string
@@ -75,15 +77,17 @@ func (l *lexicon) entry(w string) string {
 	return rest
 }
 
-// related calls f with each synonym and derived form of stem w that a
-// word list gives, and which list.
-func related(w string, f func(r string, derived bool, l *lexicon)) {
+// related calls f with each word that a word list relates to stem w,
+// its kind ('s' synonym, '+' derived form, '~' a rarer sense's
+// synonym) and which list.
+func related(w string, f func(r string, kind byte, l *lexicon)) {
 	for _, l := range []*lexicon{wordnet, software} {
 		for r := range strings.FieldsSeq(l.entry(w)) {
-			if d, ok := strings.CutPrefix(r, "+"); ok {
-				f(d, true, l)
-			} else {
-				f(r, false, l)
+			switch r[0] {
+			case '+', '~':
+				f(r[1:], r[0], l)
+			default:
+				f(r, 's', l)
 			}
 		}
 	}

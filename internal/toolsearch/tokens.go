@@ -20,7 +20,9 @@ func Tokens(text string) []string {
 }
 
 // words calls f with each word of text, lower-case, stop words and
-// single letters left out.
+// single letters left out. A clitic after an apostrophe goes with it
+// ("what's", "you've", "don't" are what, you, do), and a per cent sign
+// is the word percent ("68%").
 func words(text string, f func(w string)) {
 	stop := stopWords()
 	emit := func(w string) {
@@ -32,12 +34,27 @@ func words(text string, f func(w string)) {
 	}
 	rs := []rune(text)
 	start := -1
-	for i, r := range rs {
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
 		alnum := unicode.IsLetter(r) || unicode.IsDigit(r)
 		if !alnum {
 			if start >= 0 {
-				emit(string(rs[start:i]))
+				w := string(rs[start:i])
+				if isApostrophe(r) && i+1 < len(rs) && unicode.IsLetter(rs[i+1]) {
+					j := i + 1
+					for j < len(rs) && unicode.IsLetter(rs[j]) {
+						j++
+					}
+					if base, ok := clitic(w, strings.ToLower(string(rs[i+1:j]))); ok {
+						w = base
+						i = j - 1
+					}
+				}
+				emit(w)
 				start = -1
+			}
+			if r == '%' {
+				emit("percent")
 			}
 			continue
 		}
@@ -57,6 +74,28 @@ func words(text string, f func(w string)) {
 	if start >= 0 {
 		emit(string(rs[start:]))
 	}
+}
+
+func isApostrophe(r rune) bool { return r == '\'' || r == '\u2019' }
+
+// clitic returns the word w'c stands for when c is an English clitic
+// ("what's", "we're", "don't"): w, without the n of n't.
+func clitic(w, c string) (string, bool) {
+	switch c {
+	case "s", "re", "ve", "ll", "d", "m":
+		return w, true
+	case "t":
+		lw := strings.ToLower(w)
+		switch {
+		case lw == "can":
+			return w, true
+		case lw == "won":
+			return "will", true
+		case strings.HasSuffix(lw, "n"):
+			return w[:len(w)-1], true
+		}
+	}
+	return w, false
 }
 
 // stemmer stems one lower-case word; a variable so that the evaluation

@@ -5,16 +5,19 @@
 // 2009), the fields weighted as in BM25F. Words are stemmed (Snowball),
 // a word the tools do not use also matches its WordNet synonyms and
 // derived forms (thesaurus.go) and, misspelt, the nearest word they use;
-// tools the session called for similar words rank higher (usage.go); an
-// OpenAI-compatible embeddings endpoint, if configured, is fused in
-// (embed.go). It backs search_tools of `nerve mcp serve --discover`, the
-// llm node's discovery mode, `nerve tools --search` and the Commander's
-// `@?` (issues 19 and 28). It imports no package of nerve but
-// internal/suggest; pkg/session keeps one Index per catalogue.
+// a query that names a server prefers its tools, and one that asks
+// prefers the tools that only read (intent.go); tools the session called
+// for similar words rank higher (usage.go); an OpenAI-compatible
+// embeddings endpoint, if configured, is fused in (embed.go). It backs
+// search_tools of `nerve mcp serve --discover`, the llm node's discovery
+// mode, `nerve tools --search` and the Commander's `@?` (issues 19 and
+// 28). It imports no package of nerve but internal/suggest; pkg/session
+// keeps one Index per catalogue.
 package toolsearch
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -55,14 +58,36 @@ type config struct {
 	instruction float64 // weight of the server's instructions, 0: none
 	synonym     float64 // weight of a thesaurus synonym's match, 0: none
 	derived     float64 // weight of a derived form's match, 0: none
+	rare        float64 // weight of a rarer sense's synonym, 0: none
 	software    float64 // weight of a computing synonym's match, 0: none
 	fuzzy       float64 // weight of a near spelling's match, 0: none
+	typos       bool    // a dictionary word is never taken for a misspelling
 	abbrev      float64 // weight of an abbreviation's match, 0: none
 	compounds   bool    // "box plot" meets boxplot, "filename" meets file name
+	either      bool    // a tool scores "box plot" or boxplot, the better, not both
+	split       float64 // weight of each part of a word split in two, 0: 1
+	named       float64 // a tool whose server the query names scores (1+named)×
+	asks        float64 // a question raises read-only tools (1+asks)×, lowers the others
+	does        float64 // a query that opens with a verb of change, the other way round
 }
 
 // defaults are the means measured to help (docs/performance.md).
-var defaults = config{params: true, server: true, instruction: wInstructed, synonym: 0.4, derived: 0.5, software: 0.4, fuzzy: 0.5, abbrev: 0.8, compounds: true}
+var defaults = config{params: true, server: true, instruction: wInstructed,
+	synonym: 0.4, derived: 0.4, rare: 0.2, software: 0.4, fuzzy: 0.5, typos: true, abbrev: 0.8,
+	compounds: true, either: true, split: 0.5, named: 0.5, asks: 0.3, does: 0.2}
+
+// weigh returns how much a match of a word a word list relates counts.
+func (c config) weigh(kind byte, l *lexicon) float64 {
+	switch {
+	case l == software:
+		return c.software
+	case kind == '+':
+		return c.derived
+	case kind == '~':
+		return c.rare
+	}
+	return c.synonym
+}
 
 // Doc is one tool to index under the name a client uses for it.
 type Doc struct {
@@ -113,7 +138,15 @@ type Index struct {
 	srvVocab map[string][]posting
 	srvNorm  []float32
 	surfaces map[string][]string // while building: term → surface
-	emb      *embedded           // nil: no embeddings endpoint
+	// group is each doc's server (its node, else its Server), -1 for
+	// none; names are the terms that name a server: term → groups.
+	group []int32
+	names map[int32][]int32
+	emb   *embedded // nil: no embeddings endpoint
+	read  []float32 // per doc: how sure it is that the tool only reads
+	// verbRead is, per word of the annotated tools' names, the share of
+	// those tools that only read.
+	verbRead map[string]float32
 }
 
 // New indexes docs.
@@ -127,8 +160,14 @@ func newIndex(docs []Doc, cfg config) *Index {
 	servers := map[*Server]int32{}
 	stems := map[string]string{} // the tools of a catalogue share most words
 	var srvText []string
+	groups := map[string]int32{}
+	ident := map[string]bool{} // this doc's identity terms
+	var idents []map[string]bool
+	var gident []string
 	for i, d := range docs {
 		clear(tf)
+		clear(ident)
+		naming := true // the node's and server's names come first
 		add := func(text string, w float64) {
 			words(text, func(word string) {
 				t, ok := stems[word]
@@ -138,6 +177,9 @@ func newIndex(docs []Doc, cfg config) *Index {
 				}
 				tf[t] += w
 				dl[i] += w
+				if naming {
+					ident[t] = true
+				}
 				if ix.cfg.abbrev > 0 {
 					ix.seen(t, word)
 				}
@@ -151,6 +193,7 @@ func newIndex(docs []Doc, cfg config) *Index {
 			if cfg.server {
 				add(s.Name+" "+s.Title, wServer)
 			}
+			naming = false
 			if cfg.instruction > 0 && s.Instructions != "" {
 				n, ok := servers[s]
 				if !ok {
@@ -161,6 +204,7 @@ func newIndex(docs []Doc, cfg config) *Index {
 				ix.srvOf[i] = n
 			}
 		}
+		naming = false
 		if tool := d.Tool; tool != nil {
 			add(tool.Name, wTool)
 			add(tool.Title, wTitle)
@@ -174,6 +218,27 @@ func newIndex(docs []Doc, cfg config) *Index {
 					add(desc, wParamDesc)
 				}
 			}
+		}
+		if cfg.named > 0 {
+			key := d.Node
+			if key == "" && d.Server != nil {
+				key = "\x00" + d.Server.Name
+			}
+			g := int32(-1)
+			if key != "" {
+				var ok bool
+				if g, ok = groups[key]; !ok {
+					g = int32(len(groups))
+					groups[key] = g
+					idents = append(idents, maps.Clone(ident))
+					srv := ""
+					if d.Server != nil {
+						srv = d.Server.Name
+					}
+					gident = append(gident, srv)
+				}
+			}
+			ix.group = append(ix.group, g)
 		}
 		for t, f := range tf {
 			id, ok := ix.vocab[t]
@@ -200,6 +265,12 @@ func newIndex(docs []Doc, cfg config) *Index {
 		}
 		ix.surfaces = nil
 	}
+	if cfg.asks > 0 || cfg.does > 0 {
+		ix.readOnly()
+	}
+	if cfg.named > 0 {
+		ix.nameServers(idents, gident)
+	}
 	ix.nsrv = len(srvText)
 	if ix.nsrv > 0 {
 		ix.srvVocab = map[string][]posting{}
@@ -223,6 +294,49 @@ func newIndex(docs []Doc, cfg config) *Index {
 		}
 	}
 	return ix
+}
+
+// nameServers finds the terms that name a server: words of a node's id
+// or its server's name and title that at most two servers have there
+// ("search" names brave-search and exa-search-server, and is no name),
+// and that two thirds of the tools that use them anywhere belong to
+// those servers ("notion", "kubernetes", "supabase"; not "api", which
+// many tools use).
+func (ix *Index) nameServers(idents []map[string]bool, server []string) {
+	byTerm := map[string][]int32{}
+	for g, id := range idents {
+		for t := range id {
+			byTerm[t] = append(byTerm[t], int32(g))
+		}
+	}
+	ix.names = map[int32][]int32{}
+	for t, gs := range byTerm {
+		srvs := map[string]bool{} // replicas of one server are one
+		for _, g := range gs {
+			if server[g] == "" {
+				srvs["\x00"+strconv.Itoa(int(g))] = true
+			} else {
+				srvs[server[g]] = true
+			}
+		}
+		distinct := len(srvs)
+		if distinct > 2 {
+			continue
+		}
+		id, ok := ix.vocab[t]
+		if !ok {
+			continue
+		}
+		in := 0
+		for _, p := range ix.post[id] {
+			if slices.Contains(gs, ix.group[p.doc]) {
+				in++
+			}
+		}
+		if 3*in >= 2*len(ix.post[id]) {
+			ix.names[id] = gs
+		}
+	}
 }
 
 // seen notes word as a surface form of term t.
@@ -259,35 +373,32 @@ type match struct {
 // matches returns the terms of the index that query word q stands for:
 // itself, else its synonyms and derived forms, else its nearest
 // spelling.
-func (ix *Index) matches(q string) []match {
+func (ix *Index) matches(qw qword) []match {
+	q := qw.stem
 	var ms []match
 	if id, ok := ix.vocab[q]; ok {
 		ms = append(ms, match{id, 1})
 	}
-	if ix.cfg.synonym > 0 || ix.cfg.derived > 0 || ix.cfg.software > 0 {
-		related(q, func(w string, derived bool, l *lexicon) {
+	if ix.cfg.synonym > 0 || ix.cfg.derived > 0 || ix.cfg.rare > 0 || ix.cfg.software > 0 {
+		related(q, func(w string, kind byte, l *lexicon) {
 			id, ok := ix.vocab[w]
 			if !ok {
 				return
 			}
-			wt := ix.cfg.synonym
-			switch {
-			case l == software:
-				wt = ix.cfg.software
-			case derived:
-				wt = ix.cfg.derived
-			}
-			if wt > 0 {
+			if wt := ix.cfg.weigh(kind, l); wt > 0 {
 				ms = append(ms, match{id, float32(wt)})
 			}
 		})
+	}
+	if qw.split {
+		return ms
 	}
 	if len(ms) == 0 && ix.cfg.abbrev > 0 {
 		if id, ok := ix.abbreviated(q); ok {
 			ms = append(ms, match{id, float32(ix.cfg.abbrev)})
 		}
 	}
-	if len(ms) == 0 && ix.cfg.fuzzy > 0 && isWord(q) && len(q) >= 4 {
+	if len(ms) == 0 && ix.cfg.fuzzy > 0 && isWord(q) && len(q) >= 4 && (!ix.cfg.typos || wordnet.entry(q) == "") {
 		if w := suggest.Closest(q, ix.terms); w != "" && isWord(w) {
 			ms = append(ms, match{ix.vocab[w], float32(ix.cfg.fuzzy)})
 		}
@@ -334,9 +445,22 @@ func (ix *Index) lexical(words []qword) []float32 {
 	best := make([]float32, n)
 	var touched []int32
 	var sbest []float32
+	// part holds, for the words a compound is made of, what each added
+	// to each doc.
+	var part map[int][]float32
 	for _, q := range words {
+		if q.of != [2]int8{} {
+			if part == nil {
+				part = map[int][]float32{}
+			}
+			for _, i := range q.of {
+				part[int(i)] = nil
+			}
+		}
+	}
+	for qi, q := range words {
 		touched = touched[:0]
-		for _, m := range ix.matches(q.stem) {
+		for _, m := range ix.matches(q) {
 			ps := ix.post[m.term]
 			f := idf(n, len(ps)) * m.w
 			for _, p := range ps {
@@ -347,8 +471,22 @@ func (ix *Index) lexical(words []qword) []float32 {
 				best[p.doc] = max(best[p.doc], s)
 			}
 		}
+		qw := q.weight()
+		if _, ok := part[qi]; ok {
+			c := make([]float32, n)
+			for _, d := range touched {
+				c[d] = best[d] * qw
+			}
+			part[qi] = c
+		}
 		for _, d := range touched {
-			scores[d] += best[d]
+			add := best[d] * qw
+			if q.of != [2]int8{} {
+				add -= part[int(q.of[0])][d] + part[int(q.of[1])][d]
+			}
+			if add > 0 {
+				scores[d] += add
+			}
 			best[d] = 0
 		}
 		if ix.nsrv > 0 {
@@ -363,6 +501,22 @@ func (ix *Index) lexical(words []qword) []float32 {
 			}
 		}
 	}
+	if ix.cfg.named > 0 {
+		var named []int32
+		for _, q := range words {
+			if id, ok := ix.vocab[q.stem]; ok {
+				named = append(named, ix.names[id]...)
+			}
+		}
+		if len(named) > 0 {
+			f := float32(1 + ix.cfg.named)
+			for i, g := range ix.group {
+				if g >= 0 && slices.Contains(named, g) {
+					scores[i] *= f
+				}
+			}
+		}
+	}
 	if sbest != nil {
 		for i, s := range ix.srvOf {
 			if s >= 0 && scores[i] > 0 {
@@ -373,8 +527,27 @@ func (ix *Index) lexical(words []qword) []float32 {
 	return scores
 }
 
-// qword is a word of a query: its stem and as written (lower-case).
-type qword struct{ stem, surface string }
+// qword is a word of a query: its stem and as written (lower-case),
+// and how much it counts (0: 1).
+type qword struct {
+	stem, surface string
+	w             float32
+	// split is set on a word that expand split into two the index
+	// knows: it is not also taken for a misspelling.
+	split bool
+	// of, for two words written as one ("box plot" → boxplot), are
+	// the indexes of the two: a tool counts the compound or its two
+	// words, whichever scores more, not both. 0, 0: not a compound.
+	of [2]int8
+}
+
+// weight is how much q counts.
+func (q qword) weight() float32 {
+	if q.w == 0 {
+		return 1
+	}
+	return q.w
+}
 
 // queryWords returns the distinct words of a query.
 func queryWords(query string) []qword {
@@ -386,7 +559,7 @@ func queryWords(query string) []qword {
 				return
 			}
 		}
-		out = append(out, qword{s, w})
+		out = append(out, qword{stem: s, surface: w})
 	})
 	return out
 }
@@ -405,17 +578,29 @@ func (ix *Index) expand(ws []qword) []qword {
 			continue
 		}
 		if s := stemmer(a + b); ix.has(s) {
-			out = append(out, qword{s, a + b})
+			c := qword{stem: s, surface: a + b}
+			if ix.cfg.either && i+1 < 128 {
+				c.of = [2]int8{int8(i), int8(i + 1)}
+			}
+			out = append(out, c)
 		}
 	}
-	for _, w := range ws {
+	for i, w := range ws {
 		if ix.has(w.stem) || !isWord(w.surface) {
 			continue
 		}
 		for cut := 3; cut <= len(w.surface)-3; cut++ {
 			a, b := stemmer(w.surface[:cut]), stemmer(w.surface[cut:])
 			if ix.has(a) && ix.has(b) {
-				out = append(out, qword{a, w.surface[:cut]}, qword{b, w.surface[cut:]})
+				sw := float32(ix.cfg.split)
+				if sw == 0 {
+					sw = 1
+				}
+				part := w.weight() * sw
+				out = append(out, qword{stem: a, surface: w.surface[:cut], w: part}, qword{stem: b, surface: w.surface[cut:], w: part})
+				if sw < 1 {
+					out[i].split = true
+				}
 				break
 			}
 		}

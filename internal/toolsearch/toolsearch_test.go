@@ -23,6 +23,9 @@ func TestTokens(t *testing.T) {
 		"created creating create":      {"creat", "creat", "creat"},
 		"base64 MIME":                  {"base64", "mime"},
 		"how can I list a PR's files?": {"list", "pr", "file"},
+		"what's on it? you've, we’re":  {},
+		"don't delete; it won't":       {"delet"},
+		"68% of our goal":              {"68", "percent", "goal"},
 		"":                             nil,
 	} {
 		if got := Tokens(in); !slices.Equal(got, want) {

@@ -10,6 +10,10 @@ const (
 	StepFailed   = "failed"
 	StepRetried  = "retried"
 	StepSkipped  = "skipped"
+	// StepAsked is an ask: step whose question was put to someone: Reason
+	// says who (a Commander, an MCP client); the step waits for the
+	// answer. It appears in events only.
+	StepAsked = "asked"
 	// StepCancelled is a step stopped because the run ended (another step
 	// failed, or the caller cancelled); it appears in run records only.
 	StepCancelled = "cancelled"

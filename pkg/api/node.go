@@ -133,6 +133,9 @@ type Spec struct {
 	// and catalogue, but neither starts it — on add, on a daemon restart
 	// or on a call — nor lists its tools, until `nerve node start`.
 	Stopped bool `json:"stopped,omitempty"`
+	// Overrides change how the session shows and calls the node's tools,
+	// keyed by each tool's own name (ToolOverride).
+	Overrides map[string]ToolOverride `json:"overrides,omitempty"`
 }
 
 // DecodeOptions decodes s.Options into v, rejecting unknown fields so a typo
@@ -161,6 +164,12 @@ func (s Spec) Clone() Spec {
 	}
 	c.Options = append(json.RawMessage(nil), s.Options...)
 	c.State = append(json.RawMessage(nil), s.State...)
+	if s.Overrides != nil {
+		c.Overrides = make(map[string]ToolOverride, len(s.Overrides))
+		for k, v := range s.Overrides {
+			c.Overrides[k] = v.Clone()
+		}
+	}
 	return c
 }
 

@@ -14,6 +14,10 @@ const (
 	// AttachAsCommander is the value of the attach route's "as" query
 	// parameter that makes the stream a commander's.
 	AttachAsCommander = "commander"
+	// AttachWho is the attach route's query parameter by which a client
+	// says who it is ("pid 4242 on /dev/pts/3"), for a caller whose
+	// question it is asked (node.Asked).
+	AttachWho = "who"
 
 	// AttachPass is the AttachAnswer.Error of a commander that passes an
 	// offered request on to the next client.

@@ -12,6 +12,15 @@ type Settings struct {
 	// (comma-separated globs over node.tool, "!" to exclude); a client's
 	// own filter can only narrow it. Empty: every tool.
 	Expose string `json:"expose,omitempty"`
+	// Policy decides whether a call from an agent — an MCP client, an llm
+	// node, a graph, a script; not a person's own (the Commander, `nerve
+	// call`, the dashboard, a program on the local API) — runs: comma-separated GLOB=ACTION rules over node.tool (the
+	// globs of Expose), ACTION allow, ask or deny, the first rule that
+	// matches wins, no match allows. Empty: every call runs.
+	Policy string `json:"policy,omitempty"`
+	// AskTimeout bounds how long an "ask" waits for a person before the
+	// call is refused. Zero: 2 minutes.
+	AskTimeout Duration `json:"ask_timeout,omitempty"`
 }
 
 // Event kinds.

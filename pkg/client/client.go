@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -54,6 +55,10 @@ type Options struct {
 	// Caller names this client in the call log (api.HeaderCaller): "cli",
 	// "repl", or a program's name; empty logs its calls as "api".
 	Caller string
+	// CallMeta, if set, is sent as the _meta of every call this client
+	// makes (api.CallRequest.Meta), beside a call's own: a client run
+	// inside a node's call says so (node.FromCallMetaKey).
+	CallMeta map[string]any
 	// OneShot makes each request on a connection of its own, with no pool
 	// and no goroutine of the client's: the cheapest start for a process
 	// that makes a request or two and exits (`nerve call`).
@@ -151,7 +156,9 @@ func (c *Client) sendWith(ctx context.Context, method, path string, hdr http.Hea
 		}
 	}
 	resp, err := c.sendOnce(ctx, method, path, hdr, body != nil, data)
-	if err != nil && c.opts.Revive != nil && unsent(method, err) && ctx.Err() == nil && revives(ctx) {
+	// A daemon through ssh that ssh could not reach is not revived: ssh
+	// would fail the same way again.
+	if err != nil && c.opts.Revive != nil && unsent(method, err) && sshError(err) == nil && ctx.Err() == nil && revives(ctx) {
 		if rerr := c.opts.Revive(ctx); rerr != nil {
 			return nil, rerr
 		}
@@ -237,6 +244,9 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Hea
 			return nil, ctx.Err()
 		}
 		err = unwrapURL(err)
+		if se := sshError(err); se != nil {
+			return nil, se // its message says what failed and what to do
+		}
 		if conn != nil && !conn.wrote.Load() {
 			err = &notSentError{err}
 		}
@@ -546,6 +556,11 @@ func (s *Session) CallLine(ctx context.Context, id, line string, observe func(ap
 }
 
 func (s *Session) call(ctx context.Context, id string, req api.CallRequest, observe func(api.CallLine)) (result, tools json.RawMessage, err error) {
+	if len(s.c.opts.CallMeta) > 0 {
+		meta := maps.Clone(s.c.opts.CallMeta)
+		maps.Copy(meta, req.Meta)
+		req.Meta = meta
+	}
 	resp, err := s.c.send(ctx, http.MethodPost, s.nodePath(id)+"/call", req)
 	if err != nil {
 		return nil, nil, err
@@ -557,6 +572,9 @@ func (s *Session) call(ctx context.Context, id string, req api.CallRequest, obse
 		if err := dec.Decode(&line); err != nil {
 			if ctx.Err() != nil {
 				return nil, nil, ctx.Err()
+			}
+			if se := sshError(err); se != nil {
+				return nil, nil, se
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil, nil, fmt.Errorf("%w: the call's answer was cut before its result (did the daemon stop? see `nerve daemon status`)", ErrDaemonUnavailable)

@@ -95,8 +95,10 @@ type mode struct {
 	start func(t *testing.T, opts *daemon.Options) func() *client.Client
 }
 
-// modes run every test both in memory (embedded) and over a real Unix
-// socket, so the two paths cannot drift apart.
+// modes run every test in memory (embedded), over a real Unix socket and
+// through ssh's kind of connection (a process's stdin and stdout, relayed
+// to the socket as `nerve daemon dial-stdio` does), so the paths cannot
+// drift apart.
 var modes = []mode{
 	{"embedded", func(t *testing.T, opts *daemon.Options) func() *client.Client {
 		emb, err := daemon.StartEmbedded(context.Background(), opts)
@@ -110,13 +112,16 @@ var modes = []mode{
 			return c
 		}
 	}},
-	{"socket", socketMode(false)},
-	{"socket one-shot", socketMode(true)},
+	{"socket", socketMode(false, false)},
+	{"socket one-shot", socketMode(true, false)},
+	{"ssh", socketMode(false, true)},
+	{"ssh one-shot", socketMode(true, true)},
 }
 
 // socketMode serves a daemon on a Unix socket; its clients make each
-// request on a connection of its own with oneShot (Options.OneShot).
-func socketMode(oneShot bool) func(t *testing.T, opts *daemon.Options) func() *client.Client {
+// request on a connection of its own with oneShot (Options.OneShot), and
+// reach it through a fake ssh (fakeSSH) with ssh.
+func socketMode(oneShot, ssh bool) func(t *testing.T, opts *daemon.Options) func() *client.Client {
 	return func(t *testing.T, opts *daemon.Options) func() *client.Client {
 		d, err := daemon.New(opts)
 		if err != nil {
@@ -141,7 +146,11 @@ func socketMode(oneShot bool) func(t *testing.T, opts *daemon.Options) func() *c
 			os.RemoveAll(dir)
 		})
 		return func() *client.Client {
-			c := client.New(client.Options{Socket: sock, Version: opts.Version, OneShot: oneShot})
+			o := client.Options{Socket: sock, Version: opts.Version, OneShot: oneShot}
+			if ssh {
+				o.Dial = fakeSSH(t, sock).Dial
+			}
+			c := client.New(o)
 			t.Cleanup(func() { c.Close() })
 			return c
 		}

@@ -42,6 +42,9 @@ func (s *Session) MCPStdioWith(ctx context.Context, o api.MCPServe) (net.Conn, e
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if se := sshError(err); se != nil {
+			return nil, se
+		}
 		return nil, fmt.Errorf("%w (%v): start it with `nerve daemon start`, or see `nerve daemon status`", ErrDaemonUnavailable, err)
 	}
 	// The handshake obeys ctx; the session that follows does not.
@@ -63,11 +66,17 @@ func (s *Session) MCPStdioWith(ctx context.Context, o api.MCPServe) (net.Conn, e
 // reader holding whatever followed it, or the daemon's error.
 func handshake(conn net.Conn, req *http.Request) (*http.Response, *bufio.Reader, error) {
 	if err := req.Write(conn); err != nil {
+		if se := sshError(err); se != nil {
+			return nil, nil, se
+		}
 		return nil, nil, fmt.Errorf("%w: sending the MCP request: %v", ErrDaemonUnavailable, err)
 	}
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
+		if se := sshError(err); se != nil {
+			return nil, nil, se
+		}
 		return nil, nil, fmt.Errorf("%w: reading the answer to the MCP request: %v", ErrProtocol, err)
 	}
 	if resp.StatusCode != http.StatusSwitchingProtocols {

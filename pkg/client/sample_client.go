@@ -15,8 +15,14 @@ import (
 // api.AttachOfferElicit), and it may pass one on by answering with the
 // error api.AttachPass. Requests it must answer come as plain
 // api.AttachSample and api.AttachElicit lines.
-func (s *Session) AttachCommander(ctx context.Context, id string) (*Attachment, error) {
-	return s.attach(ctx, id, "?as="+url.QueryEscape(api.AttachAsCommander))
+// who says which Commander it is ("pid 4242 on /dev/pts/3"), for the
+// caller whose question it is asked; it may be "".
+func (s *Session) AttachCommander(ctx context.Context, id, who string) (*Attachment, error) {
+	q := "?as=" + url.QueryEscape(api.AttachAsCommander)
+	if who != "" {
+		q += "&" + api.AttachWho + "=" + url.QueryEscape(who)
+	}
+	return s.attach(ctx, id, q)
 }
 
 // attach opens the attach stream of node id (query selects the flavour)

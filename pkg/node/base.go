@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,12 +54,22 @@ func (b *Base) CallDone(failed bool) {
 	}
 }
 
+// NamesNodeFix reports whether why a node failed already names the
+// command that brings it back (`nerve node auth fs` for a sign-in, `nerve
+// node restart fs`, `nerve node rm fs`): a message built on it adds no
+// other fix, which would send the person the wrong way (a restart does
+// not sign in; issue 27).
+func NamesNodeFix(reason string) bool { return strings.Contains(reason, "`nerve node ") }
+
 // NotReady is the error of a call to node id in state st (not READY or
 // BUSY): it says the state, why (reason), and how to get the node going.
 // It wraps ErrNotReady.
 func NotReady(id string, st State, reason string) error {
 	switch st {
 	case Error:
+		if NamesNodeFix(reason) {
+			return fmt.Errorf("node %q is ERROR (%s): %w", id, reason, ErrNotReady)
+		}
 		return fmt.Errorf("node %q is ERROR (%s): %w; restart it with `nerve node restart %s`", id, reason, ErrNotReady, id)
 	case Created, Stopped:
 		return fmt.Errorf("node %q is %s: %w; start it with `nerve node restart %s`", id, st, ErrNotReady, id)

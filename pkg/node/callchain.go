@@ -19,6 +19,18 @@ const MaxCallDepth = 16
 // of hops, outermost first.
 const ChainMetaKey = "dev.nerve/call-chain"
 
+// FromCallEnv names the variable a node sets in the environment of what it
+// runs for a call (a bash node's command), identifying that call; a nerve
+// client started from there (`nerve call` in the command) sends it back
+// as its calls' _meta[FromCallMetaKey], so that the node can tell a call
+// made from inside its own call in flight — which, on a node that runs
+// one call at a time, would wait for itself until a timeout — and refuse
+// it at once (issue 27).
+const FromCallEnv = "NERVE_FROM_CALL"
+
+// FromCallMetaKey is the _meta key of a call that carries FromCallEnv.
+const FromCallMetaKey = "dev.nerve/from-call"
+
 // ErrCallDepth is the error of a call nested deeper than MaxCallDepth.
 var ErrCallDepth = fmt.Errorf("calls nest more than %d deep", MaxCallDepth)
 

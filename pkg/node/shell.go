@@ -38,6 +38,24 @@ func ShellParamsOf(meta map[string]any) ShellParams {
 // one attached could answer: no Commander, no MCP client that supports it.
 var ErrNoOneToAsk = errors.New("no one is attached to answer this request; it was declined")
 
+type askedKey struct{}
+
+// WithAsked returns ctx with told, which whoever puts ctx's request for a
+// person (an elicitation) to someone calls with who that is — "the
+// Commander (pid 4242 on /dev/pts/3)" — so that a caller waiting on the
+// answer can say where the question went (a graph's ask: step run from
+// `nerve call` waited silently for a Commander open elsewhere; issue 27).
+func WithAsked(ctx context.Context, told func(who string)) context.Context {
+	return context.WithValue(ctx, askedKey{}, told)
+}
+
+// Asked tells ctx's WithAsked, if any, that its request was put to who.
+func Asked(ctx context.Context, who string) {
+	if told, _ := ctx.Value(askedKey{}).(func(string)); told != nil && who != "" {
+		told(who)
+	}
+}
+
 // MetaUnanswered marks, in an ElicitResult's _meta, a decline that no
 // person gave: no one was attached to ask.
 const MetaUnanswered = "nerve.dev/unanswered"

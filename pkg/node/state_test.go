@@ -205,3 +205,16 @@ func TestStateNames(t *testing.T) {
 		t.Errorf("ParseState(RUNNING) = %v, want an error listing the states", err)
 	}
 }
+
+// TestNotReadyNamesOneFix: a node in ERROR whose reason names its own fix
+// (a sign-in) is not also told to restart, which would not sign it in;
+// any other reason gets the restart (issue 27 item 6).
+func TestNotReadyNamesOneFix(t *testing.T) {
+	signIn := "the server at http://x/mcp needs you to sign in (OAuth) before nerve may use it: run `nerve node auth fs` to authorize nerve in a browser"
+	if got := NotReady("fs", Error, signIn).Error(); strings.Contains(got, "restart") || !strings.Contains(got, "`nerve node auth fs`") {
+		t.Errorf("sign-in needed: %q; want the sign-in alone", got)
+	}
+	if got := NotReady("fs", Error, "the server exited with status 1").Error(); !strings.HasSuffix(got, "restart it with `nerve node restart fs`") {
+		t.Errorf("a failure: %q; want the restart", got)
+	}
+}

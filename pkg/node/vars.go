@@ -20,6 +20,12 @@ type Vars interface {
 	Where() string
 }
 
+// SecretPrefix starts the key a node looks up for a ${keychain:NAME}
+// reference ("keychain:NAME"): no environment variable has such a name,
+// and Vars answers it from nerve's secrets (`nerve secret set NAME`), not
+// from an environment.
+const SecretPrefix = "keychain:"
+
 // Lookup returns the value of key in the node's environment (e.Vars, or
 // the process's when there is none).
 func (e Env) Lookup(key string) (string, bool) {

@@ -23,6 +23,9 @@ type CallInfo struct {
 	Duration time.Duration
 	Result   *mcp.CallToolResult
 	Err      error
+	// Decision is what the call policy made of the call (policy.go); nil
+	// when it had nothing to decide.
+	Decision *Decision
 }
 
 // Call validates req's arguments against the tool's input schema and calls
@@ -41,14 +44,19 @@ func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*
 func (s *Session) loggedCall(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
 	s.usageOf().Called(node.QualifiedName(id, req.Tool)) // what search ranks by (search.go)
 	if s.onCall == nil {
-		return s.call(ctx, id, req)
+		return s.call(ctx, id, req, nil)
 	}
 	start := time.Now()
-	res, err := s.call(ctx, id, req)
+	var dec Decision
+	res, err := s.call(ctx, id, req, &dec)
 	c, _ := node.CallerFrom(ctx)
-	s.onCall(ctx, &CallInfo{
+	info := &CallInfo{
 		Node: id, Tool: req.Tool, Arguments: req.Arguments, Caller: c,
 		Start: start, Duration: time.Since(start), Result: res, Err: err,
-	})
+	}
+	if dec.Action != "" {
+		info.Decision = &dec
+	}
+	s.onCall(ctx, info)
 	return res, err
 }

@@ -76,6 +76,7 @@ func (s *Session) catalogue(ctx context.Context, skip string) *node.Catalogue {
 // old one is stopped and the new one started (unless spec.Stopped, or it
 // starts lazily); requests meanwhile wait for that start. A node whose
 // start fails stays in ERROR, as after Add. Replace does not run Check.
+// A spec without overrides keeps the node's (SetOverride).
 func (s *Session) Replace(ctx context.Context, spec node.Spec) (node.Node, error) {
 	return s.ReplaceIf(ctx, spec, nil)
 }
@@ -115,6 +116,11 @@ func (s *Session) ReplaceIf(ctx context.Context, spec node.Spec, ifMatch []strin
 		return nil, err
 	}
 	spec = spec.Clone()
+	if spec.Overrides == nil {
+		// A definition sent again (`nerve graph edit`) keeps the tools'
+		// overrides, set apart from it (`nerve tool override`).
+		spec.Overrides = s.overridesOf(old) // replaced, never changed: shared
+	}
 	id := spec.ID
 	e := &entry{spec: spec}
 	e.pending.Store(true)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +50,9 @@ type Options struct {
 	// MCPEndpoint, if set, is every node's node.Env.MCPEndpoint: the
 	// session's own MCP endpoint.
 	MCPEndpoint func() (url, token string, ok bool)
+	// Secret, if set, answers a node's ${keychain:NAME} (vars.go): the
+	// value of secret name, never saved, logged or shown.
+	Secret func(name string) (value string, ok bool)
 }
 
 // Session owns a set of nodes. It is safe for concurrent use.
@@ -70,11 +74,13 @@ type Session struct {
 	startsDone bool
 	toolsets   atomic.Pointer[node.Toolset]
 	extraEnv   func() ([]string, string)
+	secret     func(string) (string, bool)
 	onCall     func(context.Context, *CallInfo)
 	endpoint   func() (url, token string, ok bool)
 
 	settingsMu sync.Mutex
 	settings   Settings
+	policy     policyState // policy.go
 
 	search searcher // search.go
 
@@ -116,6 +122,9 @@ type cachedTool struct {
 	tool *mcp.Tool
 	once sync.Once
 	args *argcheck.Schema
+	// view is how a call of an overridden tool is made (overrides.go);
+	// nil for a tool without an override.
+	view *toolView
 }
 
 // argSchema returns the tool's argcheck.Schema, reading it on first use; a
@@ -154,6 +163,7 @@ func New(name string, reg *Registry, opts *Options) *Session {
 		dir:      opts.Dir,
 		save:     opts.Save,
 		extraEnv: opts.ExtraEnv,
+		secret:   opts.Secret,
 		onCall:   opts.OnCall,
 		endpoint: opts.MCPEndpoint,
 		nodes:    make(map[string]*entry),
@@ -481,8 +491,17 @@ func (s *Session) Info(id string) (node.Info, error) {
 
 func (s *Session) info(e *entry) node.Info {
 	info := e.n.Info()
-	if e.stopped.Load() && info.State == node.Created {
-		info.State = node.Stopped // restored held stopped: never started
+	if e.stopped.Load() {
+		if info.State == node.Created {
+			info.State = node.Stopped // restored held stopped: never started
+		}
+		// Stopped on purpose: a call does not start it (await), whatever
+		// the node says of its catalogue (issue 27: node ls said "starts
+		// on its first call").
+		if _, ok := info.Details["lazy"]; ok {
+			info.Details = maps.Clone(info.Details)
+			delete(info.Details, "lazy")
+		}
 	}
 	e.toolsMu.Lock()
 	if e.valid {
@@ -572,19 +591,17 @@ func (s *Session) tool(ctx context.Context, e *entry, tool string) (*cachedTool,
 }
 
 func (s *Session) tools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]*cachedTool, error) {
+	ovs := s.overridesOf(e) // before toolsMu: never s.mu under it
 	e.toolsMu.Lock()
 	defer e.toolsMu.Unlock()
 	if e.valid {
 		return e.tools, e.byName, nil
 	}
-	tools, err := e.n.ListTools(ctx)
+	raw, err := e.n.ListTools(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing tools of node %q: %w", e.n.ID(), err)
 	}
-	byName := make(map[string]*cachedTool, len(tools))
-	for _, t := range tools {
-		byName[t.Name] = &cachedTool{tool: t}
-	}
+	tools, byName := s.view(e.n.ID(), raw, ovs) // overrides.go
 	// Only a listing from a node that can serve calls is worth keeping.
 	if st := e.n.State(); st == node.Ready || st == node.Busy {
 		e.tools, e.byName, e.valid = tools, byName, true
@@ -677,8 +694,9 @@ func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
 	return ts
 }
 
-// call is Call without telling Options.OnCall.
-func (s *Session) call(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
+// call is Call without telling Options.OnCall; dec receives the call
+// policy's decision, if it had one to make.
+func (s *Session) call(ctx context.Context, id string, req *node.CallRequest, dec *Decision) (*mcp.CallToolResult, error) {
 	e, err := s.entry(id)
 	if err != nil {
 		return nil, err
@@ -696,21 +714,37 @@ func (s *Session) call(ctx context.Context, id string, req *node.CallRequest) (*
 	if err != nil {
 		return nil, err
 	}
+	shown := req.Tool
+	if t.view != nil {
+		if err := t.view.refuse(req.Arguments); err != nil {
+			return nil, fmt.Errorf("@%s %s: %w", id, shown, err)
+		}
+	}
 	if err := s.argSchema(id, t).Validate(req.Arguments); err != nil {
 		return nil, fmt.Errorf("@%s %s: %w", id, req.Tool, err)
+	}
+	if t.view != nil {
+		// The node is called by the tool's own name, with the fixed
+		// arguments (overrides.go).
+		if req, err = t.view.request(req); err != nil {
+			return nil, fmt.Errorf("@%s %s: %w", id, shown, err)
+		}
+	}
+	if res := s.gate(ctx, id, shown, req.Tool, req.Arguments, dec); res != nil {
+		return res, nil // refused by the call policy (policy.go)
 	}
 	// Starts a lazy node; waits for one that is starting or stopping.
 	if err := s.await(ctx, e, true); err != nil {
 		return nil, err
 	}
 	if !s.hub.active() {
-		return s.callNode(ctx, e, req)
+		return s.callNode(ctx, e, req, shown)
 	}
 	call := s.callSeq.Add(1)
 	start := time.Now()
-	s.hub.publish(Event{Kind: EventCallStart, Node: id, Call: call, Tool: req.Tool, Time: start})
-	res, err := s.callNode(ctx, e, req)
-	end := Event{Kind: EventCallEnd, Node: id, Call: call, Tool: req.Tool, Duration: time.Since(start)}
+	s.hub.publish(Event{Kind: EventCallStart, Node: id, Call: call, Tool: shown, Time: start})
+	res, err := s.callNode(ctx, e, req, shown)
+	end := Event{Kind: EventCallEnd, Node: id, Call: call, Tool: shown, Duration: time.Since(start)}
 	if err != nil {
 		end.Error = err.Error()
 	} else if res != nil {
@@ -722,8 +756,9 @@ func (s *Session) call(ctx context.Context, id string, req *node.CallRequest) (*
 
 // callNode calls the node, which the waiting rule found able to serve. A
 // lazy node stopped for being idle just then (it stops only with no call
-// in flight) is started again and called once more.
-func (s *Session) callNode(ctx context.Context, e *entry, req *node.CallRequest) (*mcp.CallToolResult, error) {
+// in flight) is started again and called once more. shown is the tool's
+// name as the session lists it (req.Tool is the node's own).
+func (s *Session) callNode(ctx context.Context, e *entry, req *node.CallRequest, shown string) (*mcp.CallToolResult, error) {
 	res, err := e.n.CallTool(ctx, req)
 	if errors.Is(err, node.ErrNotReady) {
 		if st := e.n.State(); st == node.Stopping || catalogued(e.n) {
@@ -733,7 +768,7 @@ func (s *Session) callNode(ctx context.Context, e *entry, req *node.CallRequest)
 			res, err = e.n.CallTool(ctx, req)
 		}
 	}
-	return res, s.liveUnknown(ctx, e, req.Tool, err)
+	return res, s.liveUnknown(ctx, e, shown, err)
 }
 
 // CallTool calls a tool by qualified ("node.tool") or LLM-safe name; it

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -78,6 +79,18 @@ func (v *vars) layers() *node.EnvLayers {
 	return l
 }
 
-func (v *vars) Lookup(key string) (string, bool) { return v.layers().Lookup(key) }
-func (v *vars) Environ() []string                { return v.layers().Environ() }
-func (v *vars) Where() string                    { return v.layers().Where() }
+// Lookup answers ${VAR} from the layers and ${keychain:NAME} (the key
+// "keychain:NAME", which no variable can be named) from the session's
+// secrets only: a client's environment cannot stand in for a secret.
+func (v *vars) Lookup(key string) (string, bool) {
+	if name, ok := strings.CutPrefix(key, node.SecretPrefix); ok {
+		if v.s.secret == nil {
+			return "", false
+		}
+		return v.s.secret(name)
+	}
+	return v.layers().Lookup(key)
+}
+
+func (v *vars) Environ() []string { return v.layers().Environ() }
+func (v *vars) Where() string     { return v.layers().Where() }

@@ -476,31 +476,74 @@ func TestOutputCapOption(t *testing.T) {
 	}
 }
 
-func TestShellExitIsAnError(t *testing.T) {
-	n, tr := startNode(t, node.Spec{})
+// TestShellExitStartsAFreshShell: a command that ends the shell (`exit 3`)
+// gets a result that names it and says the state is lost, without the
+// "exit" bash writes as its first line; the node stays usable and the next
+// call runs in a fresh shell, in the folder the node starts in, and says
+// so. The node used to wait in ERROR for a manual restart (issue 27).
+func TestShellExitStartsAFreshShell(t *testing.T) {
+	dir := t.TempDir()
+	n, tr := startNode(t, node.Spec{Cwd: dir})
+	sub := t.TempDir()
+	call(t, n, "cd "+sub+"; X=kept; myfn() { :; }; sleep 300 & echo $! > "+filepath.Join(sub, "bg"), 0)
+	old := n.sh.pid
 	r := call(t, n, "echo bye; exit 3", 0)
-	if !r.isErr || !r.res.ShellExited || r.res.ExitCode != 3 || !strings.Contains(r.text, "bye\n") ||
-		!strings.Contains(r.text, "[bash exited with status 3; the shell's state is lost, restart the node]") {
-		t.Fatalf("got %q %+v", r.text, r.res)
+	want := "bye\n[`echo bye; exit 3` ended the shell: bash exited with status 3; its state (folder, variables, functions, jobs) is lost, and the next call starts a fresh shell]\n"
+	if !r.isErr || !r.res.ShellExited || r.res.ExitCode != 3 || r.text != want {
+		t.Fatalf("got %q %+v; want %q", r.text, r.res, want)
+	}
+	if r := call(t, n, "exit 4", 0); !strings.HasPrefix(r.text, "[`exit 4` ended the shell: bash exited with status 4;") {
+		t.Errorf("a bare exit's result: %q; want it to start with the status line", r.text)
 	}
 	info := n.Info()
-	if info.State != node.Error || info.Error != "bash exited with status 3" {
-		t.Fatalf("state %s, error %q", info.State, info.Error)
+	if info.State != node.Ready || !strings.Contains(fmt.Sprint(info.Details["shell_ended"]), "bash exited with status 4") {
+		t.Fatalf("after the shell ended: state %s, details %v; want READY and why", info.State, info.Details)
 	}
-	if _, err := callErr(context.Background(), n, "echo hi", 0); !errors.Is(err, node.ErrNotReady) || !strings.Contains(err.Error(), "restart it") {
-		t.Fatalf("call in ERROR: %v", err)
+	r = call(t, n, `pwd; echo "x=${X-unset}"; type myfn >/dev/null 2>&1 || echo no-fn`, 0)
+	if r.isErr || r.text != dir+"\nx=unset\nno-fn\n" || !strings.Contains(r.res.FreshShell, "bash exited with status 4") {
+		t.Fatalf("the next call: %q %+v; want a fresh shell in %s that says why", r.text, r.res, dir)
 	}
-	stop(t, n)
-	// Restart: a fresh shell.
-	if err := n.Start(context.Background()); err != nil {
-		t.Fatal(err)
+	if n.sh == nil || n.sh.pid == old {
+		t.Fatal("no fresh shell")
 	}
-	if r := call(t, n, "echo again", 0); r.text != "again\n" {
-		t.Fatalf("after restart: %q", r.text)
+	if r := call(t, n, "echo again", 0); r.res.FreshShell != "" || r.text != "again\n" {
+		t.Errorf("the call after the fresh shell's first: %q %+v", r.text, r.res)
 	}
-	want := []string{"STARTING", "READY", "BUSY", "ERROR", "STOPPING", "STOPPED", "STARTING", "READY", "BUSY", "READY"}
-	if got := tr.list(); !slices.Equal(got, want) {
-		t.Fatalf("transitions %v, want %v", got, want)
+	// The dead shell's job ended with it.
+	b, _ := os.ReadFile(filepath.Join(sub, "bg"))
+	bgPid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	waitDead(t, old, bgPid)
+	want2 := []string{"STARTING", "READY", "BUSY", "READY", "BUSY", "READY", "BUSY", "READY", "BUSY", "READY", "BUSY", "READY"}
+	if got := tr.list(); !slices.Equal(got, want2) {
+		t.Fatalf("transitions %v, want %v", got, want2)
+	}
+}
+
+// TestStopWhileFreshShellStarts: a Stop racing the call that starts a
+// fresh shell leaves no shell behind: the shell is either the one Stop
+// closes or closed by the call that finds the node stopping.
+func TestStopWhileFreshShellStarts(t *testing.T) {
+	n, _ := startNode(t, node.Spec{})
+	for range 5 {
+		call(t, n, "exit 3", 0)
+		done := make(chan error, 1)
+		go func() {
+			_, err := callErr(context.Background(), n, "echo hi", 0)
+			done <- err
+		}()
+		stop(t, n)
+		if err := <-done; err != nil && !errors.Is(err, node.ErrNotReady) {
+			t.Fatalf("the call racing Stop: %v", err)
+		}
+		n.mu.Lock()
+		sh := n.sh
+		n.mu.Unlock()
+		if sh != nil || n.State() != node.Stopped {
+			t.Fatalf("after Stop: state %s, shell %v", n.State(), sh)
+		}
+		if err := n.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -37,9 +37,16 @@ type Node struct {
 	endMu sync.Mutex
 
 	// mu guards the fields below.
-	mu    sync.Mutex
-	sh    *shell
-	intr  chan struct{} // interrupt of the call in flight; nil when idle
+	mu   sync.Mutex
+	sh   *shell
+	intr chan struct{} // interrupt of the call in flight; nil when idle
+	// running is the call in flight as its command sees it in
+	// node.FromCallEnv (fromCall); "" when idle.
+	running string
+	// lost says why the last shell ended during a call (`exit 3`, `set -e`
+	// and a failing command, a kill): sh is nil and the next call starts a
+	// fresh shell (docs/nodes.md, "When the shell ends").
+	lost  string
 	watch sync.WaitGroup
 }
 
@@ -115,12 +122,44 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("starting bash node %q: %w", n.ID(), err)
 	}
 	n.mu.Lock()
-	n.sh = sh
+	n.sh, n.lost = sh, ""
+	n.watch.Add(1)
 	n.mu.Unlock()
 	n.env.Log().Debug("bash shell started", zap.Int("pid", sh.pid), zap.String("path", sh.path), zap.String("dir", sh.dir))
-	n.watch.Add(1)
 	go n.watchShell(sh)
 	return n.Machine.ToIf(node.Ready, "", node.Starting)
+}
+
+// freshShell starts the shell of a node whose last shell ended during a
+// call (n.lost), for the call about to run; the caller holds n.sem. It
+// returns the shell, or nil and the error that put the node in ERROR.
+func (n *Node) freshShell(ctx context.Context) (*shell, string, error) {
+	n.mu.Lock()
+	sh, lost := n.sh, n.lost
+	n.mu.Unlock()
+	if sh != nil || lost == "" || n.State() != node.Ready {
+		return sh, "", nil
+	}
+	sh, err := n.startShell(ctx)
+	if err != nil {
+		err = fmt.Errorf("starting a fresh shell (the last one ended: %s): %w", lost, err)
+		_ = n.Machine.ToIf(node.Error, err.Error(), node.Ready)
+		return nil, "", err
+	}
+	n.mu.Lock()
+	// Stop moves the node to STOPPING before it takes n.sh: a shell put
+	// here while READY is the one Stop closes.
+	if n.State() != node.Ready || n.sh != nil {
+		n.mu.Unlock()
+		_ = sh.close(context.WithoutCancel(ctx))
+		return nil, "", n.notReady()
+	}
+	n.sh, n.lost = sh, ""
+	n.watch.Add(1)
+	n.mu.Unlock()
+	n.env.Log().Info("bash: a fresh shell, the last one ended during a call", zap.Int("pid", sh.pid), zap.String("reason", lost))
+	go n.watchShell(sh)
+	return sh, lost, nil
 }
 
 func (n *Node) startShell(ctx context.Context) (*shell, error) {
@@ -145,13 +184,17 @@ func (n *Node) startShell(ctx context.Context) (*shell, error) {
 }
 
 // watchShell moves an idle node to ERROR when its shell dies between calls
-// (a call in flight does that itself).
+// (a call in flight that sees its shell end leaves the next call a fresh
+// one instead).
 func (n *Node) watchShell(sh *shell) {
 	defer n.watch.Done()
 	<-sh.exited
 	n.endMu.Lock()
 	defer n.endMu.Unlock()
-	if n.Machine.ToIf(node.Error, sh.deathReason(), node.Ready) == nil {
+	n.mu.Lock()
+	mine := n.sh == sh
+	n.mu.Unlock()
+	if mine && n.Machine.ToIf(node.Error, sh.deathReason(), node.Ready) == nil {
 		n.env.Log().Warn("bash shell ended while idle", zap.String("reason", sh.deathReason()))
 	}
 }
@@ -225,6 +268,17 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 			timeout = max(time.Duration(secs*float64(time.Second)), time.Millisecond)
 		}
 	}
+	// A call made from inside the command in flight (`nerve call @sh …`
+	// in a command of @sh, a graph step's command calling its own node)
+	// would wait for that command, which waits for it: refuse it now.
+	if from, _ := req.Meta[node.FromCallMetaKey].(string); from != "" {
+		n.mu.Lock()
+		running := n.running
+		n.mu.Unlock()
+		if from == running {
+			return nil, fmt.Errorf("bash node %q is running the command this call was made from (`nerve call @%s` inside @%s's own shell): it runs one command at a time, so this call would wait for that command, and it for this call, until its timeout; run the inner command in the shell directly, or on another bash node", n.ID(), n.ID(), n.ID())
+		}
+	}
 	// One call at a time: a second caller waits its turn.
 	select {
 	case n.sem <- struct{}{}:
@@ -233,17 +287,21 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	}
 	defer func() { <-n.sem }()
 
-	n.mu.Lock()
-	sh := n.sh
-	n.mu.Unlock()
+	sh, fresh, err := n.freshShell(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// Interrupt must find the call from the moment it is BUSY.
 	intr := make(chan struct{}, 1)
 	n.mu.Lock()
 	n.intr = intr
+	if sh != nil {
+		n.running = fromCall(sh.token, sh.seq+1) // the seq run gives it
+	}
 	n.mu.Unlock()
 	if err := n.Machine.ToIf(node.Busy, "", node.Ready); err != nil || sh == nil {
 		n.mu.Lock()
-		n.intr = nil
+		n.intr, n.running = nil, ""
 		n.mu.Unlock()
 		return nil, n.notReady()
 	}
@@ -256,7 +314,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	oc, err := sh.run(ctx, a.Command, a.Args, timeout, n.opts.OutputCap, n.spoolDir(), emit, intr)
 
 	n.mu.Lock()
-	n.intr = nil
+	n.intr, n.running = nil, ""
 	n.mu.Unlock()
 	n.endMu.Lock()
 	select {
@@ -267,19 +325,37 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 	default:
 	}
 	if oc.died != "" && n.State() == node.Stopping {
-		oc.died = "the node was stopped"
+		oc.died = stoppedReason
 	} else if oc.died != "" {
+		// The command ended the shell (`exit 3`, `set -e`, `exec`) or
+		// it was killed: the call says so and the next call starts a
+		// fresh shell, rather than the node waiting in ERROR for a
+		// restart (issue 27).
 		n.env.Log().Warn("bash shell ended during a call", zap.String("reason", oc.died))
 		select {
 		case <-sh.exited:
 			oc.exit = sh.exitCode()
+			if t := trimExitEcho(oc.out, oc.exit); oc.total == int64(len(oc.out)) {
+				oc.out, oc.total = t, int64(len(t))
+			}
 		default:
 		}
-		_ = n.Machine.ToIf(node.Error, oc.died, node.Busy)
+		oc.ended = commandLine(a.Command)
+		n.mu.Lock()
+		if n.sh == sh {
+			n.sh, n.lost = nil, oc.died
+		}
+		n.mu.Unlock()
+		// What the dead shell left (its jobs, their escapees) ends with it.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpAfter)
+		_ = sh.close(cctx)
+		cancel()
+		_ = n.Machine.ToIf(node.Ready, "", node.Busy)
 	} else {
 		_ = n.Machine.ToIf(node.Ready, "", node.Busy)
 	}
 	n.endMu.Unlock()
+	oc.fresh = fresh
 	res := oc.result()
 	n.CallDone(err != nil || res.IsError)
 
@@ -300,7 +376,7 @@ func (n *Node) Info() node.Info {
 	prog, _ := n.shellPath()
 	cwd := n.spec.Cwd
 	n.mu.Lock()
-	sh := n.sh
+	sh, lost := n.sh, n.lost
 	n.mu.Unlock()
 	details := map[string]any{
 		"shell":      prog,
@@ -312,6 +388,8 @@ func (n *Node) Info() node.Info {
 		if live := childproc.LiveCwd(sh.pid); live != "" {
 			cwd = live
 		}
+	} else if lost != "" {
+		details["shell_ended"] = lost + "; the next call starts a fresh shell"
 	}
 	if cwd == "" {
 		cwd, _ = n.startDir()

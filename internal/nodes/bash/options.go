@@ -68,8 +68,8 @@ func newTool(o Options) *mcp.Tool {
 			"as an error and ends it with a line like [exit 2]. Output beyond " + formatSize(o.OutputCap, true) +
 			" is cut. A command running longer than its timeout (default " + time.Duration(o.Timeout).String() +
 			") is stopped and the shell keeps its state; background jobs (cmd &) keep running between calls. " +
-			"`exit`, and a failure after `set -e`, end the shell and the node then needs a restart: " +
-			"put such scripts in a subshell, ( set -e; ... ). " +
+			"`exit`, and a failure after `set -e`, end the shell: its state is lost and the next call " +
+			"runs in a fresh shell. Put such scripts in a subshell, ( set -e; ... ). " +
 			"Values the command uses can be given apart from it in args, as its $1, $2, …: the shell " +
 			"expands them as data, never as code. Instead of command, argv runs one program with exactly " +
 			"those arguments and no shell syntax at all (in the shell's working directory and environment).",
@@ -170,9 +170,14 @@ type Result struct {
 	OutputFile  string `json:"output_file,omitempty"`
 	Interrupted bool   `json:"interrupted,omitempty"`
 	TimedOut    bool   `json:"timed_out,omitempty"`
-	// ShellExited says the shell itself ended (exit, or killed): the node is
-	// in ERROR and needs a restart.
+	// ShellExited says the shell itself ended during the call (exit, set
+	// -e, killed): its state is lost, and the next call starts a fresh
+	// shell.
 	ShellExited bool `json:"shell_exited,omitempty"`
+	// FreshShell says this call ran in a shell started for it, and why the
+	// last one ended: the folder, variables and functions of before are
+	// gone.
+	FreshShell string `json:"fresh_shell,omitempty"`
 }
 
 // outcome is what a call produced, before it becomes a CallToolResult.
@@ -183,6 +188,8 @@ type outcome struct {
 	timedOut time.Duration // > 0: stopped by its timeout
 	intr     bool          // stopped by Interrupt
 	died     string        // the shell ended: why
+	ended    string        // the command that ran when it ended, as commandLine quotes it
+	fresh    string        // the call ran in a fresh shell: why the last one ended
 	file     string        // the whole output, when it was cut
 	fileErr  error         // why the file does not hold all of it
 }
@@ -211,7 +218,7 @@ func (oc *outcome) result() *mcp.CallToolResult {
 		b.WriteString(line)
 		b.WriteByte('\n')
 	}
-	r := Result{ExitCode: oc.exit, OutputBytes: oc.total, Truncated: truncated}
+	r := Result{ExitCode: oc.exit, OutputBytes: oc.total, Truncated: truncated, FreshShell: oc.fresh}
 	if truncated {
 		line := fmt.Sprintf("[output truncated: %s total, first %s kept", formatSize(oc.total, false), formatSize(int64(len(oc.out)), true))
 		switch {
@@ -227,9 +234,16 @@ func (oc *outcome) result() *mcp.CallToolResult {
 		status(line + "]")
 	}
 	switch {
-	case oc.died != "":
+	case oc.died == stoppedReason:
 		r.ShellExited = true
 		status("[" + oc.died + "; the shell's state is lost, restart the node]")
+	case oc.died != "":
+		r.ShellExited = true
+		who := "the shell ended"
+		if oc.ended != "" {
+			who = oc.ended + " ended the shell"
+		}
+		status("[" + who + ": " + oc.died + "; its state (folder, variables, functions, jobs) is lost, and the next call starts a fresh shell]")
 	case oc.timedOut > 0:
 		r.ExitCode, r.TimedOut = exitTimedOut, true
 		status(fmt.Sprintf("[timed out after %s: the command was stopped, the shell keeps its state]", oc.timedOut))
@@ -263,4 +277,39 @@ func formatSize(n int64, binary bool) string {
 		i++
 	}
 	return fmt.Sprintf("%.1f %s", v, names[i])
+}
+
+// stoppedReason is why a call's shell ended when the node was stopped
+// under it.
+const stoppedReason = "the node was stopped"
+
+// commandLine is a command as a status line names it: its first line, cut
+// to 60 runes, in backquotes.
+func commandLine(command string) string {
+	line, _, more := strings.Cut(strings.TrimSpace(command), "\n")
+	line = strings.TrimSpace(line)
+	if r := []rune(line); len(r) > 60 {
+		line, more = string(r[:59]), true
+	}
+	if more {
+		line += "…"
+	}
+	if line == "" || line == argvCommand {
+		return ""
+	}
+	return "`" + line + "`"
+}
+
+// trimExitEcho drops the "exit" an interactive bash writes to its stderr
+// (the command's output here) when the exit builtin ends it, so that an
+// `exit 3`'s result does not begin with the word as if it were an error
+// message.
+func trimExitEcho(out []byte, status int) []byte {
+	if status >= 128 {
+		return out // a signal: bash wrote nothing
+	}
+	if b, ok := bytes.CutSuffix(out, []byte("exit\n")); ok && (len(b) == 0 || b[len(b)-1] == '\n') {
+		return b
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/childproc"
+	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // Timing of the interrupt sequence: SIGINT to the shell and the command,
@@ -54,6 +55,12 @@ type shellConfig struct {
 	dir  string
 	env  []string
 	id   string // node id, for the token
+}
+
+// fromCall is what node.FromCallEnv holds in the command of call seq of
+// the shell with token (tokenVar=VALUE): VALUE/seq.
+func fromCall(token string, seq uint64) string {
+	return strings.TrimPrefix(token, tokenVar+"=") + "/" + strconv.FormatUint(seq, 10)
 }
 
 // shell is one running bash process and the pipes nerve talks to it over.
@@ -279,7 +286,9 @@ func escapeForPrintf(tag string) string {
 // makes the values the positional parameters, $1 $2 …, and evals the
 // command at top level (so `declare` makes globals) with stdin from
 // /dev/null and stderr on stdout: the values reach the command as data the
-// shell expands, never as program text. __nerve_post prints the
+// shell expands, never as program text; it exports node.FromCallEnv as
+// the shell's token and the call's seq (fromCall), which a `nerve call`
+// in the command sends back. __nerve_post prints the
 // background jobs and the end marker with the status; the values are
 // cleared after the call.
 func (s *shell) setup(ctx context.Context, tag string) error {
@@ -290,11 +299,11 @@ unset HISTFILE PROMPT_COMMAND MAILCHECK
 export -n PS1 PS2
 PS0= PS4='+ '
 __nerve_t='%[3]s'
-__nerve_pre() { IFS=' ' read -r -u %[1]d __nerve_seq __nerve_len __nerve_n && IFS= LC_ALL=C read -r -u %[1]d -N "$__nerve_len" __nerve_cmd && __nerve_a=() && while (( __nerve_n-- > 0 )); do IFS= read -r -u %[1]d __nerve_len && IFS= LC_ALL=C read -r -u %[1]d -N "$__nerve_len" __nerve_v && __nerve_a+=("$__nerve_v") || return; done && printf "${__nerve_t}S %%s\n" "$__nerve_seq" >&%[2]d; }
+__nerve_pre() { IFS=' ' read -r -u %[1]d __nerve_seq __nerve_len __nerve_n && IFS= LC_ALL=C read -r -u %[1]d -N "$__nerve_len" __nerve_cmd && __nerve_a=() && while (( __nerve_n-- > 0 )); do IFS= read -r -u %[1]d __nerve_len && IFS= LC_ALL=C read -r -u %[1]d -N "$__nerve_len" __nerve_v && __nerve_a+=("$__nerve_v") || return; done && export %[4]s="$%[5]s/$__nerve_seq" && printf "${__nerve_t}S %%s\n" "$__nerve_seq" >&%[2]d; }
 __nerve_post() { unset __nerve_cmd __nerve_a __nerve_v; printf "${__nerve_t}J" >&%[2]d; jobs -p >&%[2]d; printf "${__nerve_t}E %%s %%s\n" "$__nerve_seq" "$1" >&%[2]d; }
 __nerve_sync() { printf "${__nerve_t}Y %%s\n" "$1" >&%[2]d; }
 __nerve_sync 0
-`, fdCtl, fdMark, t)
+`, fdCtl, fdMark, t, node.FromCallEnv, tokenVar)
 	deadline := time.Now().Add(startTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d

@@ -539,6 +539,11 @@ func (r *run) ask(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope) (
 	if r.o.Ask == nil {
 		return nil, errNoOne
 	}
+	// Say where the question went: a run from `nerve call` waited
+	// silently for a Commander open elsewhere (issue 27).
+	ctx = node.WithAsked(ctx, func(who string) {
+		r.emit(api.StepEvent{Step: s.ID, State: api.StepAsked, Reason: who})
+	})
 	ans, err := r.o.Ask(ctx, graphlang.Text(q))
 	if errors.Is(err, node.ErrNoOneToAsk) || err == nil && ans != nil && ans.Meta[node.MetaUnanswered] == true {
 		return nil, errNoOne

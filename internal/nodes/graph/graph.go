@@ -166,9 +166,7 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		var re *RunError
 		if errors.As(err, &re) {
 			// A step failed: the tool ran and reports it.
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{
-				Text: fmt.Sprintf("graph %s failed at step %s: %v (run %s)", n.ID(), re.Step, re.Err, rec.id),
-			}}}, nil
+			return failedResult(n.ID(), rec.id, re), nil
 		}
 		return nil, err
 	}
@@ -235,4 +233,63 @@ func (n *Node) Info() node.Info {
 	info.Summary = fmt.Sprintf("%d steps", len(n.def.Steps))
 	info.Details = map[string]any{"runs": n.runs.summaries(), "run_count": n.runs.count()}
 	return info
+}
+
+// failure is the structured content of a failed run's result: where it
+// failed and why, so that a graph that ran this one as a step says the
+// reason once, with the graphs it went through, instead of nesting each
+// graph's message in the next (a call-depth refusal hid behind eight
+// "graph … failed at step …" lines; issue 27).
+type failure struct {
+	Graph string `json:"graph"`
+	Step  string `json:"step"`
+	// Reason is why the innermost failed step failed.
+	Reason string `json:"reason"`
+	// Through is the graphs and steps between this one's step and the
+	// innermost, outermost first ("c2 at step s").
+	Through []string `json:"through,omitempty"`
+	Run     string   `json:"run"`
+}
+
+// failureKey is the key of a failure in a failed run's structured content.
+const failureKey = "graph_failed"
+
+// failedResult is the result of run runID of graph id that failed at a
+// step (re).
+func failedResult(id, runID string, re *RunError) *mcp.CallToolResult {
+	f := failure{Graph: id, Step: re.Step, Reason: re.Err.Error(), Run: runID}
+	var sf *stepFailure
+	if errors.As(re.Err, &sf) && sf.res != nil {
+		if inner, ok := failureOf(sf.res.Structured); ok {
+			f.Reason = inner.Reason
+			f.Through = append([]string{inner.Graph + " at step " + inner.Step}, inner.Through...)
+		}
+	}
+	text := fmt.Sprintf("graph %s failed at step %s: %s (run %s)", id, f.Step, f.Reason, runID)
+	if len(f.Through) > 0 {
+		through := f.Through
+		if len(through) > 4 {
+			through = append(append(slices.Clone(through[:2]), fmt.Sprintf("%d more", len(through)-3)), through[len(through)-1])
+		}
+		text = fmt.Sprintf("graph %s failed at step %s: %s (through %s; run %s)", id, f.Step, f.Reason, strings.Join(through, " → "), runID)
+	}
+	return &mcp.CallToolResult{IsError: true,
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: map[string]any{failureKey: f},
+	}
+}
+
+// failureOf reads the failure of a step's structured content, when the
+// step was a graph's run that failed.
+func failureOf(structured any) (failure, bool) {
+	m, ok := structured.(map[string]any)
+	if !ok || m[failureKey] == nil {
+		return failure{}, false
+	}
+	b, err := json.Marshal(m[failureKey])
+	var f failure
+	if err != nil || json.Unmarshal(b, &f) != nil || f.Graph == "" || f.Reason == "" {
+		return failure{}, false
+	}
+	return f, true
 }

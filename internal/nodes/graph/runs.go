@@ -497,7 +497,14 @@ func (s *runStore) summaries() []map[string]any {
 			}
 			steps = append(steps, m)
 		}
-		m := map[string]any{"id": r.ID, "state": r.State, "started": r.Started, "ms": r.Millis, "steps": steps}
+		// The steps are shown up to maxStepsShown; their count by state
+		// is of all of them, so a 1,000-step run is not "200 finished".
+		states := map[string]int{}
+		for _, st := range r.Steps {
+			states[st.State]++
+		}
+		m := map[string]any{"id": r.ID, "state": r.State, "started": r.Started, "ms": r.Millis, "steps": steps,
+			"step_count": len(r.Steps), "step_states": states}
 		if r.Error != "" {
 			m["error"] = r.Error
 		}

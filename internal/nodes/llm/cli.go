@@ -89,8 +89,9 @@ func cliOptions(_ context.Context, in *kindcli.Input) (any, error) {
 	if o.APIKey != "" && !strings.Contains(o.APIKey, "${") {
 		if !f.Bool("allow-literal-key") {
 			return o, kindcli.Usagef("--api-key is a literal key: it would be saved in clear text in the session's file; "+
-				"pass a reference to a variable of the daemon's environment instead, in single quotes: --api-key '${%s}' "+
-				"(or add --allow-literal-key to save it anyway)", keyVar(o.Provider))
+				"pass a reference to a variable of the daemon's environment instead, in single quotes: --api-key '${%s}', "+
+				"or keep it in the OS keychain (`nerve secret set %s`, then --api-key '${keychain:%s}') "+
+				"(or add --allow-literal-key to save it anyway)", keyVar(o.Provider), keyVar(o.Provider), keyVar(o.Provider))
 		}
 		fmt.Fprintln(in.Stderr, "nerve: warning: --api-key is a literal key and is saved in clear text in the session's file; prefer --api-key '${VAR}'")
 	}

@@ -30,6 +30,12 @@ var ErrInterrupted = errors.New("call interrupted")
 
 var errStopping = errors.New("the node was stopped while the call ran")
 
+// sdkStreamEnded ends the error the Go SDK's streamable client gives a
+// call whose event stream ended before its result with no event ID to
+// resume it from (streamableClientConn.processStream, v1.8.0); it has no
+// sentinel.
+const sdkStreamEnded = "request terminated without response"
+
 // call is one tool call in flight.
 type call struct {
 	req    *node.CallRequest
@@ -207,6 +213,13 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 				n.scheduleRestart(c)
 			}
 			return nil, fmt.Errorf("tool %q on node %q: %s", req.Tool, n.ID(), msg)
+		}
+		if strings.HasSuffix(err.Error(), sdkStreamEnded) {
+			// The server ended the call's event stream before the result,
+			// with no event ID to resume it from (the SDK resumes one that
+			// has an ID, with GET and Last-Event-ID): the result is lost.
+			// The connection is fine.
+			return nil, fmt.Errorf("tool %q on node %q: the server closed the call's event stream before its result without sending an event ID to resume it from, so the result is lost and the tool may have run (check before you repeat it); a server that closes streams mid-call must keep its events for clients to resume (MCP resumability, SEP-1699)", req.Tool, n.ID())
 		}
 		if errors.Is(err, mcp.ErrSessionMissing) || strings.HasSuffix(err.Error(), ": "+http.StatusText(http.StatusBadRequest)) {
 			// 404 for our session id (the spec's way to say the session

@@ -7,6 +7,8 @@ import (
 	"io"
 	"mime"
 	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
 // Limits on one message a server sends; see docs/mcp.md.
@@ -97,6 +99,18 @@ type guard struct {
 
 	out    []byte
 	outPos int
+
+	// onEvent, when set (SSE only), is given the data of each complete
+	// event of type "message" that may hold a request or notification,
+	// before the blank line that ends the event is handed on: the reader
+	// (the SDK) cannot act on an event before it has that line, so what
+	// onEvent does comes first. The fields below follow the event being
+	// read; ev is kept only while the event may be one for onEvent.
+	onEvent func(data []byte)
+	ev      []byte
+	evLines int  // data lines so far
+	evSkip  bool // not for onEvent: a result, too big, or refused
+	evNamed bool // its type is other than "message"
 }
 
 func newGuard(r io.Reader, limit int, sse bool, refused func(*overLimit) []byte) *guard {
@@ -182,8 +196,12 @@ func (g *guard) consume() {
 // endLine hands on the line just read, or what replaces it.
 func (g *guard) endLine(newline bool) {
 	checked := !g.sse || g.data
+	refused := g.over || (checked && g.sc.maxDepth > MaxDepth)
+	if g.onEvent != nil {
+		g.event(refused)
+	}
 	switch {
-	case g.over || (checked && g.sc.maxDepth > MaxDepth):
+	case refused:
 		o := &overLimit{size: g.size - int64(g.skip), depth: g.sc.maxDepth, tooBig: g.over, limit: g.limit,
 			id: g.sc.id(), isCall: g.sc.hasMethod, isObject: g.sc.isObject}
 		if !checked {
@@ -206,6 +224,46 @@ func (g *guard) endLine(newline bool) {
 	}
 	g.line, g.size, g.skip, g.over, g.start, g.data = g.line[:0], 0, 0, false, true, false
 	g.sc = scan{}
+}
+
+// event follows the SSE event the line just read belongs to (the SSE
+// framing of the WHATWG HTML standard, §9.2.6: data lines joined with a
+// newline, an empty line ends the event, "event:" names its type), and
+// gives onEvent what it asked for.
+func (g *guard) event(refused bool) {
+	line := bytes.TrimSuffix(g.line, []byte("\r"))
+	switch {
+	case g.data:
+		g.evLines++
+		switch {
+		case g.evSkip:
+		case refused:
+			g.evSkip = true
+		case g.evLines == 1 && g.sc.begun && g.sc.depth == 0 && !g.sc.hasMethod:
+			// A whole message on one line that is neither a request nor a
+			// notification (a result): not kept.
+			g.evSkip = true
+		case len(g.ev)+1+len(line)-g.skip > g.limit:
+			g.evSkip = true
+		default:
+			if g.evLines > 1 {
+				g.ev = append(g.ev, '\n')
+			}
+			g.ev = append(g.ev, line[g.skip:]...)
+		}
+	case g.size == 0 || (g.size == 1 && len(line) == 0):
+		// An empty line: the event is complete.
+		if !g.evSkip && !g.evNamed && len(g.ev) > 0 {
+			g.onEvent(g.ev)
+		}
+		if cap(g.ev) > 64<<10 {
+			g.ev = nil
+		}
+		g.ev, g.evLines, g.evSkip, g.evNamed = g.ev[:0], 0, false, false
+	case !g.over && bytes.HasPrefix(line, []byte("event:")):
+		name := bytes.TrimPrefix(line[len("event:"):], []byte(" "))
+		g.evNamed = len(name) > 0 && string(name) != "message"
+	}
 }
 
 // scan follows a JSON message as its bytes go by: how deep it nests, and
@@ -334,9 +392,16 @@ func (s *scan) id() json.RawMessage {
 // carries MCP messages (application/json, text/event-stream) is read
 // through a guard, so a message over the limits fails its own request and
 // the session lives on, as for stdio.
+//
+// It also taps the event streams: each request or notification of the
+// server's in an SSE event goes to tap before the SDK can read on, so the
+// log messages and progress a server sends before a result reach the call
+// before the call returns (the SDK's own handlers run on a goroutine of
+// their own, and lost the race; issue 27).
 type guardTransport struct {
 	base  http.RoundTripper
 	limit int
+	tap   func(*jsonrpc.Request) // nil: none
 }
 
 func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -354,6 +419,16 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 			return o.errorResponse()
 		})
+		if sse && t.tap != nil {
+			g.onEvent = func(data []byte) {
+				// The SDK's own decoder: what it would make of the event.
+				if msg, err := jsonrpc.DecodeMessage(data); err == nil {
+					if req, ok := msg.(*jsonrpc.Request); ok {
+						t.tap(req)
+					}
+				}
+			}
+		}
 		resp.Body = g
 		if !sse {
 			resp.ContentLength = -1 // the guard may change it

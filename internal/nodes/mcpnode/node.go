@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -30,9 +31,11 @@ import (
 // Kind is the node kind name.
 const Kind = mcpconf.Kind
 
-// ProtocolVersion is the MCP protocol version nerve asks for: the latest
-// final one. The SDK would first try a draft handshake and fall back, which
-// costs a round trip on every connect.
+// ProtocolVersion is the MCP protocol version nerve asks for. The current
+// one, 2026-07-28, has the server return its questions (sampling,
+// elicitation) as input requests, which this kind does not answer yet; and
+// the SDK's default would first try 2026-07-28's server/discover and fall
+// back, a round trip more on every connect to an older server (docs/mcp.md).
 const ProtocolVersion = "2025-11-25"
 
 // Defaults; see docs/mcp.md.
@@ -192,8 +195,8 @@ type conn struct {
 	pending atomic.Uint32
 	wg      sync.WaitGroup
 	started time.Time
-	// tapped: progress and log notifications come through tapConn, not
-	// the SDK's handlers.
+	// tapped: progress and log notifications come through a tap (tapConn,
+	// or the guard of an http or sse node), not the SDK's handlers.
 	tapped bool
 	// broken: a call found the server gone; the next call reconnects.
 	broken atomic.Bool
@@ -304,9 +307,11 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		n.lastStderr, n.pid = p.Stderr(), p.Pid()
 		n.mu.Unlock()
 	case srv.Transport == "sse":
-		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}))}
+		t = &mcp.SSEClientTransport{Endpoint: srv.URL, HTTPClient: httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}), n.notified)}
+		c.tapped = true // by the guard (guardTransport)
 	default:
-		hc := httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}))
+		hc := httpClient(srv.Headers, n.opts.Retry.Over(httpretry.Policy{}), n.notified)
+		c.tapped = true // by the guard (guardTransport)
 		oauth, err := n.oauthHandlerLocked(hc)
 		if err != nil {
 			c.cancel()
@@ -493,9 +498,9 @@ func (n *Node) setRoots(client *mcp.Client) error {
 // httpClient returns a client that adds headers to every request (and
 // the trace context of the call it is part of: internal/telemetry),
 // retries one the server or a gateway turned away as retry says
-// (retry.go), and reads every answer through a guard (see
-// guardTransport).
-func httpClient(headers map[string]string, retry httpretry.Policy) *http.Client {
+// (retry.go), and reads every answer through a guard that hands the
+// server's notifications to tap (see guardTransport).
+func httpClient(headers map[string]string, retry httpretry.Policy, tap func(*jsonrpc.Request)) *http.Client {
 	base := telemetry.Transport(http.DefaultTransport)
 	if len(headers) > 0 {
 		h := make(http.Header, len(headers))
@@ -504,7 +509,7 @@ func httpClient(headers map[string]string, retry httpretry.Policy) *http.Client 
 		}
 		base = &headerTransport{base: base, headers: h}
 	}
-	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage}}
+	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage, tap: tap}}
 }
 
 type headerTransport struct {

