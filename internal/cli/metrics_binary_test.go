@@ -11,6 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"github.com/nerve-dev/nerve/internal/testutil"
 )
 
@@ -67,23 +71,63 @@ func TestBinaryMetrics(t *testing.T) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
-	for _, want := range []string{
-		`nerve_tool_calls_total{node="echo",outcome="ok",session="default",tool="identity"} 1`,
-		`nerve_tool_calls_total{node="fx",outcome="ok",session="default",tool="echo"} 1`,
-		`nerve_tool_calls_total{node="fx",outcome="tool_error",session="default",tool="fail"} 1`,
-		`nerve_tool_call_duration_seconds_count{node="fx",session="default",tool="echo"} 1`,
-		`nerve_node_state{kind="mcp",node="fx",session="default",state="READY"} 1`,
-		`nerve_node_starts_total{node="fx",session="default"} 1`,
-		`nerve_catalogue_tools{session="default"}`,
-		`nerve_sendq_items `,
-		`nerve_token_store_files 0`,
-		`process_resident_memory_bytes `,
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("Prometheus's parser: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"nerve_tool_calls_total", map[string]string{"session": "default", "node": "echo", "tool": "identity", "outcome": "ok"}, 1},
+		{"nerve_tool_calls_total", map[string]string{"session": "default", "node": "fx", "tool": "echo", "outcome": "ok"}, 1},
+		{"nerve_tool_calls_total", map[string]string{"session": "default", "node": "fx", "tool": "fail", "outcome": "tool_error"}, 1},
+		{"nerve_tool_call_duration_seconds", map[string]string{"session": "default", "node": "fx", "tool": "echo"}, 1},
+		{"nerve_node_state", map[string]string{"session": "default", "node": "fx", "kind": "mcp", "state": "READY"}, 1},
+		{"nerve_node_starts_total", map[string]string{"session": "default", "node": "fx"}, 1},
+		{"nerve_catalogue_tools", map[string]string{"session": "default"}, -1},
+		{"nerve_sendq_items", nil, 0},
+		{"nerve_token_store_files", nil, 0},
+		{"go_goroutines", nil, -1},
 	} {
-		if !strings.Contains(body, want) {
-			t.Errorf("/metrics lacks %s", want)
+		got, ok := sampleValue(fams, tc.name, tc.labels)
+		if !ok || (tc.want >= 0 && got != tc.want) {
+			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
 	}
 	if strings.Contains(body, "secret-words") {
 		t.Error("/metrics carries a call's argument")
 	}
+}
+
+// sampleValue is the value of family name's series with labels (a
+// histogram's count).
+func sampleValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.Metric {
+		got := map[string]string{}
+		for _, l := range m.Label {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if got[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), true
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), true
+		}
+	}
+	return 0, false
 }

@@ -33,7 +33,7 @@ func (d *Daemon) allSessions() []*session.Session {
 func (d *Daemon) metricsMount(token string) mcpserver.Mount {
 	return mcpserver.Mount{
 		Path:       "/metrics",
-		Handler:    d.metrics.Handler(),
+		Handler:    d.metrics,
 		Authorized: mcpserver.BearerAuthorized(token),
 		Refused:    "send the header `Authorization: Bearer TOKEN` with the MCP endpoint's token (`nerve mcp url` prints it)",
 	}

@@ -1,8 +1,9 @@
 // Package export turns nerve's tracing on (internal/telemetry) with the
-// OpenTelemetry SDK and its OTLP/HTTP exporter, configured by the standard
-// OTEL_* variables: the endpoint, protocol, headers, timeout, service
-// name, resource attributes and sampler are read by the SDK itself, as any
-// OpenTelemetry program reads them (docs/observability.md). Tracing is off
+// OpenTelemetry SDK, configured by the standard OTEL_* variables: the SDK
+// reads the sampler, the batch processor's settings, the service name and
+// the resource's attributes itself; the OTLP/HTTP exporter (otlp.go) reads
+// the endpoint, headers, timeout, compression and certificates as the OTLP
+// exporter specification says (docs/observability.md). Tracing is off
 // unless an OTLP endpoint is named.
 //
 // The command line and the daemon import it (internal/cli); nothing else
@@ -20,8 +21,6 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
@@ -87,8 +86,8 @@ func withEnv(extra []string, f func()) {
 	f()
 }
 
-// Role says which program exports: its spans' service.instance role and
-// how it exports.
+// Role says which program exports: its resource's nerve.process and how
+// it exports.
 type Role string
 
 const (
@@ -96,8 +95,9 @@ const (
 	// export tried once (no retry), so a collector that is not there
 	// costs a refused connection, not a wait.
 	CLI Role = "cli"
-	// Daemon is the long-lived daemon: spans are sent in batches, and
-	// failed exports retried as the exporter does by default.
+	// Daemon is the long-lived daemon: spans are sent in batches, and an
+	// export the collector turns away for now (429, 502, 503, 504) is
+	// tried again (internal/httpretry).
 	Daemon Role = "daemon"
 )
 
@@ -113,25 +113,10 @@ func Start(ctx context.Context, role Role, extra []string, onError func(error)) 
 }
 
 func start(ctx context.Context, role Role, onError func(error)) (shutdown func(context.Context) error, err error) {
-	var exp sdktrace.SpanExporter
-	switch p := protocol(); p {
-	case "", "http/protobuf", "http/json":
-		var opts []otlptracehttp.Option
-		if role == CLI {
-			opts = append(opts, otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}))
-		}
-		exp, err = otlptracehttp.New(ctx, opts...)
-	case "grpc":
-		var opts []otlptracegrpc.Option
-		if role == CLI {
-			opts = append(opts, otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
-		}
-		exp, err = otlptracegrpc.New(ctx, opts...)
-	default:
-		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%s: use http/protobuf (the default), http/json or grpc", p)
-	}
+	// The process's variables, then the env file's (withEnv set them).
+	exp, err := newExporter(os.Getenv, role == Daemon)
 	if err != nil {
-		return nil, fmt.Errorf("the OTLP exporter (check OTEL_EXPORTER_OTLP_ENDPOINT): %w", err)
+		return nil, err
 	}
 	res, err := resource.New(ctx,
 		resource.WithAttributes(attribute.String("service.name", "nerve")),
@@ -157,14 +142,6 @@ func start(ctx context.Context, role Role, onError func(error)) (shutdown func(c
 		telemetry.Install(nil)
 		return tp.Shutdown(ctx)
 	}, nil
-}
-
-// protocol is the OTLP protocol the variables name for traces.
-func protocol() string {
-	if p := os.Getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"); p != "" {
-		return strings.TrimSpace(p)
-	}
-	return strings.TrimSpace(os.Getenv("OTEL_EXPORTER_OTLP_PROTOCOL"))
 }
 
 // CLIFlush bounds how long a command waits at exit for its spans to be

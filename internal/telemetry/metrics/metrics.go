@@ -1,25 +1,31 @@
 // Package metrics is the daemon's Prometheus endpoint (issue 31, item 4):
 // tool calls, their failures and latency per node and tool, node states
 // and starts, the depth of the queues between nodes and slow clients
-// (internal/sendq), the catalogue's and the token store's sizes, and the
-// Go runtime's and the process's own figures. It keeps its own registry,
-// never Prometheus's global one, and labels series by session, node and
-// tool only: never by a call's arguments, and a tool or node a caller
-// named that does not exist is counted as "_unknown", so what a client
-// sends cannot grow the series (docs/observability.md lists them).
+// (internal/sendq), the catalogue's and the token store's sizes, and a few
+// figures of the Go runtime. It labels series by session, node and tool
+// only: never by a call's arguments, and a tool or node a caller named
+// that does not exist is counted as "_unknown", so what a client sends
+// cannot grow the series (docs/observability.md lists them).
+//
+// It writes Prometheus's text exposition format itself (text.go), checked
+// by Prometheus's own parser and promtool in the tests: the official
+// client library registers Go and process collectors when its package
+// initialises, which would cost every nerve start, `nerve call` included,
+// most of a millisecond (docs/performance.md, *Tracing and metrics*).
 //
 // The daemon makes one (New), tells it of each call (Called) and session
-// (Watch), and serves Handler at /metrics on its MCP endpoint's listener.
+// (Watch), and serves it (an http.Handler) at /metrics on its MCP
+// endpoint's listener.
 package metrics
 
 import (
 	"errors"
 	"net/http"
+	"runtime"
+	"slices"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"sync/atomic"
+	"time"
 
 	"github.com/nerve-dev/nerve/internal/sendq"
 	"github.com/nerve-dev/nerve/internal/telemetry"
@@ -41,12 +47,17 @@ type Source struct {
 	TokenFiles func() (int, error)
 }
 
+// buckets are the latency histogram's upper bounds, in seconds: from an
+// identity node's microseconds to a model's minutes.
+var buckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
+
 // Metrics is one daemon's metrics. Safe for concurrent use.
 type Metrics struct {
-	reg     *prometheus.Registry
-	calls   *prometheus.CounterVec
-	latency *prometheus.HistogramVec
-	starts  *prometheus.CounterVec
+	src     Source
+	started time.Time
+	calls   vec[[4]string, atomic.Uint64] // session, node, tool, outcome
+	latency vec[[3]string, histogram]     // session, node, tool
+	starts  vec[[2]string, atomic.Uint64] // session, node
 
 	// mu guards known: the tools each node answered a call of, the only
 	// tool labels a failed call may carry.
@@ -57,38 +68,12 @@ type Metrics struct {
 // New makes the metrics of a daemon whose sessions and token store src
 // reads.
 func New(src Source) *Metrics {
-	m := &Metrics{
-		reg: prometheus.NewRegistry(),
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nerve_tool_calls_total",
-			Help: "Tool calls that ended, by session, node, tool and outcome (ok, tool_error: the tool ran and reported an error, error: the call failed).",
-		}, []string{"session", "node", "tool", "outcome"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "nerve_tool_call_duration_seconds",
-			Help:    "How long tool calls took, from the session's receiving them to their end, by session, node and tool.",
-			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
-		}, []string{"session", "node", "tool"}),
-		starts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nerve_node_starts_total",
-			Help: "Times a node went STARTING (its first start, restarts, a lazy node's start for a call), by session and node.",
-		}, []string{"session", "node"}),
-		known: map[[3]string]bool{},
-	}
-	m.reg.MustRegister(m.calls, m.latency, m.starts, &state{src: src},
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
-}
-
-// Handler serves the metrics in Prometheus's text format.
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return &Metrics{src: src, started: time.Now(), known: map[[3]string]bool{}}
 }
 
 // Called counts a call of session sess that ended (session.Options.OnCall).
 func (m *Metrics) Called(sess string, c *session.CallInfo) {
-	isError := c.Result != nil && c.Result.IsError
-	outcome := telemetry.Outcome(isError, c.Err)
+	outcome := telemetry.Outcome(c.Result != nil && c.Result.IsError, c.Err)
 	nodeID, tool := c.Node, c.Tool
 	key := [3]string{sess, nodeID, tool}
 	m.mu.Lock()
@@ -101,8 +86,8 @@ func (m *Metrics) Called(sess string, c *session.CallInfo) {
 		tool = Unknown // a name the node never answered to
 	}
 	m.mu.Unlock()
-	m.calls.WithLabelValues(sess, nodeID, tool, outcome).Inc()
-	m.latency.WithLabelValues(sess, nodeID, tool).Observe(c.Duration.Seconds())
+	m.calls.get([4]string{sess, nodeID, tool, outcome}).Add(1)
+	m.latency.get([3]string{sess, nodeID, tool}).observe(c.Duration.Seconds())
 }
 
 // Watch counts the starts of s's nodes and forgets a node's series when it
@@ -119,16 +104,15 @@ func (m *Metrics) Watch(s *session.Session) {
 				m.forget(name, ev.Node)
 				continue
 			}
-			m.starts.WithLabelValues(name, ev.Node).Inc()
+			m.starts.get([2]string{name, ev.Node}).Add(1)
 		}
 	}()
 }
 
 func (m *Metrics) forget(sess, id string) {
-	labels := prometheus.Labels{"session": sess, "node": id}
-	m.calls.DeletePartialMatch(labels)
-	m.latency.DeletePartialMatch(labels)
-	m.starts.DeletePartialMatch(labels)
+	m.calls.drop(func(k [4]string) bool { return k[0] == sess && k[1] == id })
+	m.latency.drop(func(k [3]string) bool { return k[0] == sess && k[1] == id })
+	m.starts.drop(func(k [2]string) bool { return k[0] == sess && k[1] == id })
 	m.mu.Lock()
 	for k := range m.known {
 		if k[0] == sess && k[1] == id {
@@ -138,65 +122,224 @@ func (m *Metrics) forget(sess, id string) {
 	m.mu.Unlock()
 }
 
-// state reads what is so at the moment of a scrape: node states, calls in
-// flight, catalogue sizes, queue depths, the token store. It reads only
-// what the session holds: a scrape never waits for a node.
-type state struct{ src Source }
+// ServeHTTP writes the metrics in the text exposition format.
+func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "use GET", http.StatusMethodNotAllowed)
+		return
+	}
+	var t text
+	m.write(&t)
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(t.b.Bytes())
+}
 
-var (
-	descState = prometheus.NewDesc("nerve_node_state",
-		"1 for the state each node is in, 0 for the others, by session, node, kind and state.",
-		[]string{"session", "node", "kind", "state"}, nil)
-	descInFlight = prometheus.NewDesc("nerve_node_calls_in_flight",
-		"Calls running in each node now.", []string{"session", "node"}, nil)
-	descStarting = prometheus.NewDesc("nerve_session_starts_pending",
-		"Nodes of each session whose start is under way (STARTING): the session's queue of starts.", []string{"session"}, nil)
-	descTools = prometheus.NewDesc("nerve_catalogue_tools",
-		"Tools each session's catalogue holds: the sum of its nodes' tool counts (nerve_node_tools).", []string{"session"}, nil)
-	descNodeTools = prometheus.NewDesc("nerve_node_tools",
-		"Tools each node has, as the session last listed them (a stopped lazy node keeps its catalogue's).", []string{"session", "node"}, nil)
-	descQueued = prometheus.NewDesc("nerve_sendq_items",
-		"Events queued for clients that have not read them yet (every call's and MCP client's queue together, internal/sendq).", nil, nil)
-	descDropped = prometheus.NewDesc("nerve_sendq_dropped_total",
-		"Events dropped because a client did not read them in time.", nil, nil)
-	descTokens = prometheus.NewDesc("nerve_token_store_files",
-		"OAuth sign-ins of mcp nodes kept in the token store's files (sign-ins in the OS keychain are not counted: a keychain is not listed without asking it).", nil, nil)
-)
+func (m *Metrics) write(t *text) {
+	t.family("nerve_tool_calls_total", "counter", "Tool calls that ended, by session, node, tool and outcome (ok; tool_error: the tool ran and reported an error; error: the call failed).")
+	m.calls.each(func(k [4]string, v *atomic.Uint64) {
+		t.sample("nerve_tool_calls_total", []string{"session", "node", "tool", "outcome"}, k[:], float64(v.Load()))
+	})
+	t.family("nerve_tool_call_duration_seconds", "histogram", "How long tool calls took, from the session's receiving them to their end, by session, node and tool.")
+	m.latency.each(func(k [3]string, h *histogram) {
+		h.write(t, "nerve_tool_call_duration_seconds", []string{"session", "node", "tool"}, k[:])
+	})
+	t.family("nerve_node_starts_total", "counter", "Times a node went STARTING (its first start, restarts, a lazy node's start for a call), by session and node.")
+	m.starts.each(func(k [2]string, v *atomic.Uint64) {
+		t.sample("nerve_node_starts_total", []string{"session", "node"}, k[:], float64(v.Load()))
+	})
+	m.writeState(t)
+}
 
-func (st *state) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descState, descInFlight, descStarting, descTools, descNodeTools, descQueued, descDropped, descTokens} {
-		ch <- d
+// writeState writes what is so at the moment of a scrape: node states,
+// calls in flight, tool counts, queue depths, the token store, the
+// runtime. It reads only what the sessions hold: a scrape never waits for
+// a node.
+func (m *Metrics) writeState(t *text) {
+	ss := m.src.Sessions()
+	slices.SortFunc(ss, func(a, b *session.Session) int { return compare(a.Name(), b.Name()) })
+	infos := make([][]node.Info, len(ss))
+	for i, s := range ss {
+		infos[i] = s.Infos()
+	}
+	t.family("nerve_node_state", "gauge", "1 for the state each node is in, 0 for the others, by session, node, kind and state.")
+	for i, s := range ss {
+		for _, info := range infos[i] {
+			for st := range api.NumStates {
+				v := 0.0
+				if info.State == api.State(st) {
+					v = 1
+				}
+				t.sample("nerve_node_state", []string{"session", "node", "kind", "state"}, []string{s.Name(), info.ID, info.Kind, api.State(st).String()}, v)
+			}
+		}
+	}
+	t.family("nerve_node_calls_in_flight", "gauge", "Calls running in each node now.")
+	for i, s := range ss {
+		for _, info := range infos[i] {
+			t.sample("nerve_node_calls_in_flight", []string{"session", "node"}, []string{s.Name(), info.ID}, float64(info.InFlight))
+		}
+	}
+	t.family("nerve_node_tools", "gauge", "Tools each node has, as the session last listed them (a stopped lazy node keeps its catalogue's).")
+	for i, s := range ss {
+		for _, info := range infos[i] {
+			t.sample("nerve_node_tools", []string{"session", "node"}, []string{s.Name(), info.ID}, float64(info.Tools))
+		}
+	}
+	t.family("nerve_catalogue_tools", "gauge", "Tools each session's catalogue holds: the sum of its nodes' nerve_node_tools.")
+	for i, s := range ss {
+		n := 0
+		for _, info := range infos[i] {
+			n += info.Tools
+		}
+		t.sample("nerve_catalogue_tools", []string{"session"}, []string{s.Name()}, float64(n))
+	}
+	t.family("nerve_session_starts_pending", "gauge", "Nodes of each session whose start is under way (STARTING): the session's queue of starts.")
+	for i, s := range ss {
+		n := 0
+		for _, info := range infos[i] {
+			if info.State == node.Starting {
+				n++
+			}
+		}
+		t.sample("nerve_session_starts_pending", []string{"session"}, []string{s.Name()}, float64(n))
+	}
+	queued, dropped := sendq.Stats()
+	t.family("nerve_sendq_items", "gauge", "Events queued for clients that have not read them yet (every call's and MCP client's queue together, internal/sendq).")
+	t.sample("nerve_sendq_items", nil, nil, float64(queued))
+	t.family("nerve_sendq_dropped_total", "counter", "Events dropped because a client did not read them in time.")
+	t.sample("nerve_sendq_dropped_total", nil, nil, float64(dropped))
+	if m.src.TokenFiles != nil {
+		if n, err := m.src.TokenFiles(); err == nil {
+			t.family("nerve_token_store_files", "gauge", "OAuth sign-ins of mcp nodes kept in the token store's files (sign-ins in the OS keychain are not counted: a keychain is not listed without asking it).")
+			t.sample("nerve_token_store_files", nil, nil, float64(n))
+		}
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	for _, g := range []struct {
+		name, typ, help string
+		v               float64
+	}{
+		{"go_goroutines", "gauge", "Goroutines that currently exist.", float64(runtime.NumGoroutine())},
+		{"go_memstats_alloc_bytes", "gauge", "Bytes of allocated heap objects.", float64(ms.HeapAlloc)},
+		{"go_memstats_sys_bytes", "gauge", "Bytes of memory obtained from the OS.", float64(ms.Sys)},
+		{"go_gc_cycles_total", "counter", "Completed GC cycles.", float64(ms.NumGC)},
+		{"process_start_time_seconds", "gauge", "Start time of the daemon since the Unix epoch, in seconds.", float64(m.started.UnixNano()) / 1e9},
+	} {
+		t.family(g.name, g.typ, g.help)
+		t.sample(g.name, nil, nil, g.v)
 	}
 }
 
-func (st *state) Collect(ch chan<- prometheus.Metric) {
-	for _, s := range st.src.Sessions() {
-		name := s.Name()
-		starting, tools := 0, 0
-		for _, info := range s.Infos() {
-			for i := range api.NumStates {
-				v := 0.0
-				if info.State == api.State(i) {
-					v = 1
-				}
-				ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, v, name, info.ID, info.Kind, api.State(i).String())
-			}
-			if info.State == node.Starting {
-				starting++
-			}
-			ch <- prometheus.MustNewConstMetric(descInFlight, prometheus.GaugeValue, float64(info.InFlight), name, info.ID)
-			ch <- prometheus.MustNewConstMetric(descNodeTools, prometheus.GaugeValue, float64(info.Tools), name, info.ID)
-			tools += info.Tools
-		}
-		ch <- prometheus.MustNewConstMetric(descStarting, prometheus.GaugeValue, float64(starting), name)
-		ch <- prometheus.MustNewConstMetric(descTools, prometheus.GaugeValue, float64(tools), name)
+// vec is a family's series by label values, made on first use.
+type vec[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]*V
+}
+
+func (v *vec[K, V]) get(k K) *V {
+	v.mu.RLock()
+	p := v.m[k]
+	v.mu.RUnlock()
+	if p != nil {
+		return p
 	}
-	queued, dropped := sendq.Stats()
-	ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(queued))
-	ch <- prometheus.MustNewConstMetric(descDropped, prometheus.CounterValue, float64(dropped))
-	if st.src.TokenFiles != nil {
-		if n, err := st.src.TokenFiles(); err == nil {
-			ch <- prometheus.MustNewConstMetric(descTokens, prometheus.GaugeValue, float64(n))
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if p = v.m[k]; p == nil {
+		if v.m == nil {
+			v.m = map[K]*V{}
+		}
+		p = new(V)
+		v.m[k] = p
+	}
+	return p
+}
+
+// drop removes the series whose labels match.
+func (v *vec[K, V]) drop(match func(K) bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for k := range v.m {
+		if match(k) {
+			delete(v.m, k)
 		}
 	}
+}
+
+// each calls f for each series, in the order of their label values.
+func (v *vec[K, V]) each(f func(K, *V)) {
+	v.mu.RLock()
+	keys := make([]K, 0, len(v.m))
+	for k := range v.m {
+		keys = append(keys, k)
+	}
+	ps := make([]*V, len(keys))
+	slices.SortFunc(keys, func(a, b K) int { return compare(label(a), label(b)) })
+	for i, k := range keys {
+		ps[i] = v.m[k]
+	}
+	v.mu.RUnlock()
+	for i, k := range keys {
+		f(k, ps[i])
+	}
+}
+
+// label is a key's label values joined, for sorting.
+func label[K any](k K) string {
+	switch k := any(k).(type) {
+	case [2]string:
+		return k[0] + "\x00" + k[1]
+	case [3]string:
+		return k[0] + "\x00" + k[1] + "\x00" + k[2]
+	case [4]string:
+		return k[0] + "\x00" + k[1] + "\x00" + k[2] + "\x00" + k[3]
+	}
+	return ""
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// histogram counts observations into buckets.
+type histogram struct {
+	mu     sync.Mutex
+	counts [len(buckets)]uint64 // one per bucket, not cumulative
+	sum    float64
+	n      uint64
+}
+
+func (h *histogram) observe(v float64) {
+	i, _ := slices.BinarySearch(buckets[:], v) // the first bound ≥ v
+	h.mu.Lock()
+	if i < len(buckets) {
+		h.counts[i]++
+	}
+	h.sum += v
+	h.n++
+	h.mu.Unlock()
+}
+
+func (h *histogram) write(t *text, name string, names, values []string) {
+	h.mu.Lock()
+	counts, sum, n := h.counts, h.sum, h.n
+	h.mu.Unlock()
+	le := append(slices.Clip(names), "le")
+	var cum uint64
+	for i, b := range buckets {
+		cum += counts[i]
+		t.sample(name+"_bucket", le, append(slices.Clip(values), formatFloat(b)), float64(cum))
+	}
+	t.sample(name+"_bucket", le, append(slices.Clip(values), "+Inf"), float64(n))
+	t.sample(name+"_sum", names, values, sum)
+	t.sample(name+"_count", names, values, float64(n))
 }
