@@ -21,7 +21,7 @@ import (
 // this one command exports its span when the OTEL_* variables of its
 // environment, or of nerve's env file, name an OTLP endpoint; the
 // returned function ends the span and sends it, waiting at most
-// export.CLIFlush.
+// export.CLIFlush (or OTEL_EXPORTER_OTLP_TIMEOUT).
 func (e *Env) traceCall(ctx context.Context, node string) (context.Context, func(error)) {
 	ctx = telemetry.FromEnviron(ctx, e.getenv)
 	if !e.oneCommand || telemetry.On() {
@@ -49,9 +49,8 @@ func (e *Env) traceCall(ctx context.Context, node string) (context.Context, func
 		} else {
 			span.EndCall(false, err)
 		}
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), export.CLIFlush)
-		defer cancel()
-		_ = shutdown(fctx)
+		// The export is bounded by its own timeout (export.CLIFlush).
+		_ = shutdown(context.WithoutCancel(ctx))
 	}
 }
 

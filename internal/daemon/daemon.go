@@ -265,6 +265,9 @@ func (d *Daemon) newHeldLocked(name string) *held {
 			}
 		}
 	}
+	if d.metrics != nil {
+		opts.OnState = func(id string, _, to node.State) { d.metrics.StateChanged(name, id, to) } // starts
+	}
 	if d.opts.Paths.State != "" {
 		envPath := EnvFile(d.opts.Paths)
 		opts.ExtraEnv = func() ([]string, string) {
@@ -289,9 +292,6 @@ func (d *Daemon) newHeldLocked(name string) *held {
 	}
 	h.s = session.New(name, d.opts.Registry, opts)
 	h.s.SetApprover(approver(h.s)) // approve.go
-	if d.metrics != nil {
-		d.metrics.Watch(h.s) // its nodes' starts
-	}
 	d.sessions[name] = h
 	return h
 }

@@ -114,7 +114,7 @@ func Start(ctx context.Context, role Role, extra []string, onError func(error)) 
 
 func start(ctx context.Context, role Role, onError func(error)) (shutdown func(context.Context) error, err error) {
 	// The process's variables, then the env file's (withEnv set them).
-	exp, err := newExporter(os.Getenv, role == Daemon)
+	exp, err := newExporter(os.Getenv, role)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,9 @@ func start(ctx context.Context, role Role, onError func(error)) (shutdown func(c
 	}, nil
 }
 
-// CLIFlush bounds how long a command waits at exit for its spans to be
-// sent (docs/observability.md): a collector on this machine answers in
-// about a millisecond; one that is not listening refuses at once.
-const CLIFlush = 200 * time.Millisecond
+// CLIFlush bounds how long a command waits at exit for its span to be
+// sent, unless OTEL_EXPORTER_OTLP_TIMEOUT names another bound
+// (docs/observability.md): a collector on this machine answers in about a
+// millisecond, one that is not listening refuses at once; only one that
+// takes the connection and never answers costs the whole wait.
+const CLIFlush = 100 * time.Millisecond

@@ -45,10 +45,12 @@ type exporter struct {
 	shutdown chan struct{}
 }
 
-// otlpConfig reads the OTEL_EXPORTER_OTLP_* variables with get, each
+// newExporter reads the OTEL_EXPORTER_OTLP_* variables with get, each
 // TRACES_ one before its general one, as the OTLP exporter specification
-// says (https://opentelemetry.io/docs/specs/otel/protocol/exporter/).
-func newExporter(get func(string) string, retry bool) (*exporter, error) {
+// says (https://opentelemetry.io/docs/specs/otel/protocol/exporter/). A
+// command's (role CLI) exports wait at most CLIFlush unless
+// OTEL_EXPORTER_OTLP_TIMEOUT says otherwise, and are never retried.
+func newExporter(get func(string) string, role Role) (*exporter, error) {
 	signal := func(name string) string {
 		if v := strings.TrimSpace(get("OTEL_EXPORTER_OTLP_TRACES_" + name)); v != "" {
 			return v
@@ -56,6 +58,9 @@ func newExporter(get func(string) string, retry bool) (*exporter, error) {
 		return strings.TrimSpace(get("OTEL_EXPORTER_OTLP_" + name))
 	}
 	e := &exporter{timeout: 10 * time.Second, headers: http.Header{}, shutdown: make(chan struct{})}
+	if role == CLI {
+		e.timeout = CLIFlush
+	}
 	switch p := signal("PROTOCOL"); p {
 	case "", "http/json", "http/protobuf":
 		// Both are OTLP/HTTP: the same URL, which reads either encoding.
@@ -112,7 +117,7 @@ func newExporter(get func(string) string, retry bool) (*exporter, error) {
 		t.TLSClientConfig = tlsConf
 		base = t
 	}
-	if retry {
+	if role == Daemon {
 		// OTLP's retryable answers are httpretry's (429, 502, 503, 504);
 		// a span sent twice is harmless, so any of them is sent again.
 		base = &httpretry.Transport{Base: base, Resend: func(*http.Request, int) bool { return true }}

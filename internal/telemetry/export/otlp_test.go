@@ -92,7 +92,7 @@ func TestExporterMatchesOTLPTraceHTTP(t *testing.T) {
 	ours, theirs := newReceiver(t), newReceiver(t)
 	e, err := newExporter(func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": ours.URL}[k]
-	}, false)
+	}, Daemon)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestExporterConfig(t *testing.T) {
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": r.URL + "/", "OTEL_EXPORTER_OTLP_HEADERS": "api-key=s%20ecret,x-team=a", "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip"}, "/v1/traces"},
 		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": r.URL + "/custom", "OTEL_EXPORTER_OTLP_TRACES_HEADERS": "api-key=s%20ecret,x-team=a", "OTEL_EXPORTER_OTLP_HEADERS": "x-team=b"}, "/custom"},
 	} {
-		e, err := newExporter(func(k string) string { return tc.env[k] }, false)
+		e, err := newExporter(func(k string) string { return tc.env[k] }, Daemon)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +162,7 @@ func TestExporterConfig(t *testing.T) {
 				return v
 			}
 			return ""
-		}, false)
+		}, Daemon)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error saying %q", env, err, want)
 		}

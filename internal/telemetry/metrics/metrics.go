@@ -13,9 +13,9 @@
 // initialises, which would cost every nerve start, `nerve call` included,
 // most of a millisecond (docs/performance.md, *Tracing and metrics*).
 //
-// The daemon makes one (New), tells it of each call (Called) and session
-// (Watch), and serves it (an http.Handler) at /metrics on its MCP
-// endpoint's listener.
+// The daemon makes one (New), tells it of each call (Called) and each
+// node's state (StateChanged), and serves it (an http.Handler) at /metrics
+// on its MCP endpoint's listener.
 package metrics
 
 import (
@@ -90,32 +90,23 @@ func (m *Metrics) Called(sess string, c *session.CallInfo) {
 	m.latency.get([3]string{sess, nodeID, tool}).observe(c.Duration.Seconds())
 }
 
-// Watch counts the starts of s's nodes and forgets a node's series when it
-// is removed, until s closes.
-func (m *Metrics) Watch(s *session.Session) {
-	sub := s.SubscribeFiltered(64, func(ev *session.Event) bool {
-		return ev.Kind == session.EventNodeRemoved || ev.Kind == session.EventState && ev.To == node.Starting.String()
-	})
-	name := s.Name()
-	// The goroutine ends when the session closes (and closes sub.C).
-	go func() {
-		for ev := range sub.C {
-			if ev.Kind == session.EventNodeRemoved {
-				m.forget(name, ev.Node)
-				continue
-			}
-			m.starts.get([2]string{name, ev.Node}).Add(1)
-		}
-	}()
+// StateChanged counts a start of node id of session sess
+// (session.Options.OnState).
+func (m *Metrics) StateChanged(sess, id string, to node.State) {
+	if to == node.Starting {
+		m.starts.get([2]string{sess, id}).Add(1)
+	}
 }
 
-func (m *Metrics) forget(sess, id string) {
-	m.calls.drop(func(k [4]string) bool { return k[0] == sess && k[1] == id })
-	m.latency.drop(func(k [3]string) bool { return k[0] == sess && k[1] == id })
-	m.starts.drop(func(k [2]string) bool { return k[0] == sess && k[1] == id })
+// prune forgets the series of nodes and sessions that are gone, so a
+// removed node's series go with it (live holds those there now).
+func (m *Metrics) prune(live map[[2]string]bool) {
+	m.calls.drop(func(k [4]string) bool { return !live[[2]string{k[0], k[1]}] && k[1] != Unknown })
+	m.latency.drop(func(k [3]string) bool { return !live[[2]string{k[0], k[1]}] && k[1] != Unknown })
+	m.starts.drop(func(k [2]string) bool { return !live[k] })
 	m.mu.Lock()
 	for k := range m.known {
-		if k[0] == sess && k[1] == id {
+		if !live[[2]string{k[0], k[1]}] {
 			delete(m.known, k)
 		}
 	}
@@ -137,6 +128,17 @@ func (m *Metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Metrics) write(t *text) {
+	ss := m.src.Sessions()
+	slices.SortFunc(ss, func(a, b *session.Session) int { return compare(a.Name(), b.Name()) })
+	infos := make([][]node.Info, len(ss))
+	live := map[[2]string]bool{}
+	for i, s := range ss {
+		infos[i] = s.Infos()
+		for _, info := range infos[i] {
+			live[[2]string{s.Name(), info.ID}] = true
+		}
+	}
+	m.prune(live)
 	t.family("nerve_tool_calls_total", "counter", "Tool calls that ended, by session, node, tool and outcome (ok; tool_error: the tool ran and reported an error; error: the call failed).")
 	m.calls.each(func(k [4]string, v *atomic.Uint64) {
 		t.sample("nerve_tool_calls_total", []string{"session", "node", "tool", "outcome"}, k[:], float64(v.Load()))
@@ -149,20 +151,14 @@ func (m *Metrics) write(t *text) {
 	m.starts.each(func(k [2]string, v *atomic.Uint64) {
 		t.sample("nerve_node_starts_total", []string{"session", "node"}, k[:], float64(v.Load()))
 	})
-	m.writeState(t)
+	m.writeState(t, ss, infos)
 }
 
-// writeState writes what is so at the moment of a scrape: node states,
-// calls in flight, tool counts, queue depths, the token store, the
-// runtime. It reads only what the sessions hold: a scrape never waits for
-// a node.
-func (m *Metrics) writeState(t *text) {
-	ss := m.src.Sessions()
-	slices.SortFunc(ss, func(a, b *session.Session) int { return compare(a.Name(), b.Name()) })
-	infos := make([][]node.Info, len(ss))
-	for i, s := range ss {
-		infos[i] = s.Infos()
-	}
+// writeState writes what is so at the moment of a scrape (ss and their
+// nodes' infos): node states, calls in flight, tool counts, queue depths,
+// the token store, the runtime. It reads only what the sessions hold: a
+// scrape never waits for a node.
+func (m *Metrics) writeState(t *text, ss []*session.Session, infos [][]node.Info) {
 	t.family("nerve_node_state", "gauge", "1 for the state each node is in, 0 for the others, by session, node, kind and state.")
 	for i, s := range ss {
 		for _, info := range infos[i] {
