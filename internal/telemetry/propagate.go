@@ -85,10 +85,6 @@ func FromEnviron(ctx context.Context, getenv func(string) string) context.Contex
 	return w3c.Extract(ctx, propagation.MapCarrier{"traceparent": tp, "tracestate": getenv("TRACESTATE")})
 }
 
-// Carried reports whether ctx has a span context to pass on (a span of
-// nerve's, or one FromEnviron read).
-func Carried(ctx context.Context) bool { return trace.SpanContextFromContext(ctx).IsValid() }
-
 // Transport returns base with each request's headers carrying the trace
 // context of the request's own context (InjectHeader): an mcp node's
 // requests to a server over HTTP. With tracing off it only calls base.

@@ -64,10 +64,6 @@ func start(ctx context.Context, name string, kind trace.SpanKind, attrs ...attri
 	return ctx, Span{s}
 }
 
-// Recording reports whether the span records what is set on it (it was
-// sampled): attributes that cost something to compute are set only then.
-func (s Span) Recording() bool { return s.s != nil && s.s.IsRecording() }
-
 // Set adds attributes to the span.
 func (s Span) Set(attrs ...attribute.KeyValue) {
 	if s.s != nil {
