@@ -55,7 +55,7 @@ func TestCallPrints(t *testing.T) {
 		{[]string{"@fx", "structured", "text=a b c"}, "{\n  \"length\": 5,\n  \"text\": \"a b c\",\n  \"upper\": \"A B C\",\n  \"words\": 3\n}\n", "", 0},
 		{[]string{"@fx", "resource_link"}, "→ hello fixture://text/hello (read it with resources/read, text/plain)\n", "", 0},
 		{[]string{"@fx", "embedded_resource"}, "[resource fixture://text/hello (text/plain)]\nhello from the nerve fixture\n", "", 0},
-		{[]string{"@fx", "?"}, "@fx: 12 tools\n  add_tool …", "", 0},
+		{[]string{"@fx", "?"}, "@fx: 13 tools\n  add_tool …", "", 0},
 		{[]string{"@fx", "echo", "?"}, "@fx echo\n  Returns text unchanged.\n…", "", 0},
 		{[]string{"@fx", "ehco", "text=x"}, "", "nerve: unknown tool \"ehco\" on @fx — did you mean echo? `nerve call @fx ?` lists its tools\n", 2},
 		{[]string{"@fx", "echo", "txet=x"}, "", "nerve: unknown argument \"txet\" for @fx echo — did you mean text? `nerve call @fx echo ?` lists its parameters\n", 2},

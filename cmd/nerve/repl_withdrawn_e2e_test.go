@@ -82,6 +82,9 @@ func TestREPLRequestWithdrawn(t *testing.T) {
 	term.WaitFor("Which shape?", 10*time.Second)
 	term.WaitForCount("\nanswer>", 2, 20*time.Second)
 	term.Type("squ")
+	// The keys are read before the interrupt: typed after it, they would
+	// land on the prompt that follows (as a person's would).
+	waitLastLine(t, term, "answer> squ")
 	_, interrupted = nerveIn(t, home, "node", "interrupt", "fx")
 	term.WaitForCount("! @fx withdrew its request: the call ended", 2, 10*time.Second)
 	s := term.WaitFor("error: call interrupted", 10*time.Second)

@@ -180,8 +180,8 @@ func TestBinarySessionIdle(t *testing.T) {
 	}
 	n.Must("call", "@fx", "echo", "text=once")
 	testutil.WaitFor(t, 20*time.Second, func() bool {
-		return regexp.MustCompile(`(?m)^fx\s+mcp\s+STOPPED\s+12\b`).MatchString(n.Must("node", "ls"))
-	}, "fx to stop after 1s without a call, its 12 tools still listed")
+		return regexp.MustCompile(`(?m)^fx\s+mcp\s+STOPPED\s+13\b`).MatchString(n.Must("node", "ls"))
+	}, "fx to stop after 1s without a call, its 13 tools still listed")
 	if out := n.Must("call", "@fx", "echo", "text=again"); out != "again\n" {
 		t.Errorf("a call to the idle-stopped node: %q", out)
 	}

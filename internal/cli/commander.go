@@ -53,6 +53,7 @@ func RunREPL(ctx context.Context, env *Env) error {
 		CommandSpecs: commandSpecs(Tree(), kinds),
 		Summaries:    commandSummaries(Tree()),
 		Exec:         replExec(env, c, &color),
+		OpenURL:      func(u string) (string, error) { return openBrowser(env, u) },
 	}
 	if !env.Embedded && env.Client == nil {
 		opts.Restart = func(ctx context.Context) (bool, error) {

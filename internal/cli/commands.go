@@ -26,7 +26,7 @@ Examples:
 			scriptCmd(), // script.go
 			planCmd(),   // plan.go
 			toolCmd(),
-			withSub(mcpCmd(), mcpImportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; connect: mcp_connect.go
+			withSub(mcpCmd(), mcpImportCmd(), mcpExportCmd(), mcpConnectCmd()), // mcp_serve.go; import: mcp_import.go; export: mcp_export.go; connect: mcp_connect.go
 			sessionCmd(),
 			contextCmd(), // context.go
 			envCmd(),     // env.go

@@ -16,6 +16,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/clientconf"
 	"github.com/nerve-dev/nerve/internal/daemon"
 	"github.com/nerve-dev/nerve/internal/envfile"
+	"github.com/nerve-dev/nerve/internal/repl"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -31,7 +32,7 @@ func mcpImportCmd() *Command {
 	return &Command{
 		Name:    "import",
 		Summary: "add every server of an MCP config file as an mcp node",
-		Usage:   "mcp import [FILE] [--dry-run] [--sync]",
+		Usage:   "mcp import [FILE] [--dry-run] [--sync] [--watch]",
 		Help: `FILE defaults to ./.mcp.json; with neither, the command lists the configs
 of Claude Code, Claude Desktop, Cursor and VS Code it finds in their usual
 places. Every format nerve reads is accepted: Claude
@@ -47,12 +48,21 @@ nerve itself (nerve mcp serve, or this daemon's MCP URL). --dry-run warns
 of unset ${VAR}s and exits 1 when a server would not be imported.
 ${VAR} references are saved as written and expanded when the node starts.
 
+--watch stays in the foreground after the import and applies each change
+of FILE to the session, with the same refusals and warnings: a server
+added to the file becomes a node, one removed from it is removed (only
+nodes imported from FILE), one whose entry changed is replaced. A file
+that cannot be read, or has servers written wrong, removes nothing until
+it is fixed. Ctrl-C stops watching; the nodes stay.
+
 Examples:
   nerve mcp import
-  nerve mcp import ~/.cursor/mcp.json --dry-run`,
+  nerve mcp import ~/.cursor/mcp.json --dry-run
+  nerve mcp import --watch .mcp.json`,
 		Flags: []*Flag{
 			{Name: "dry-run", Usage: "show what would be added, add nothing"},
 			{Name: "sync", Usage: "refresh each imported node's tool catalogue (nerve node sync) once it is added"},
+			{Name: "watch", Usage: "stay in the foreground and apply each change of FILE: new servers added, removed ones removed, changed ones replaced (mcp_watch.go)"},
 		},
 		Run: runMCPImport,
 	}
@@ -85,8 +95,16 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 	} else if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		return noDefaultConfig(env, inv)
 	}
+	watch := inv.Bool("watch")
+	switch {
+	case watch && inv.Bool("dry-run"):
+		return usagef(inv, "--watch applies each change of the file; --dry-run applies nothing: give one of them")
+	case watch && repl.Asker(ctx) != nil:
+		// The Commander would wait on the watch with no way to end it.
+		return usagef(inv, "--watch runs in the foreground until Ctrl-C: run `nerve mcp import --watch %s` in a terminal of its own, not in the Commander", file)
+	}
 	im, err := readImport(env, file)
-	if err != nil || im == nil {
+	if err != nil || im == nil && !watch {
 		return err
 	}
 	if inv.Bool("dry-run") {
@@ -96,13 +114,22 @@ func runMCPImport(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	if err := im.add(ctx, s); err != nil {
+	if im != nil {
+		if err := im.add(ctx, s); err != nil {
+			return err
+		}
+		if inv.Bool("sync") {
+			im.sync(ctx, s)
+		}
+		err = im.report()
+	}
+	if !watch {
 		return err
 	}
-	if inv.Bool("sync") {
-		im.sync(ctx, s)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "nerve: %v\n", err)
 	}
-	return im.report()
+	return watchImport(ctx, env, s, file) // mcp_watch.go
 }
 
 // mcpImport is one `nerve mcp import` of a file: its servers and what
@@ -345,11 +372,16 @@ func replaceFailed(ctx context.Context, s *client.Session, it *importItem, tag s
 	it.Status, it.Info = "replaced", &r.Info
 }
 
-// sameSpec compares what a person wrote of two specs (not their state).
+// sameSpec compares what a person wrote of two specs (not their state,
+// nor where they were read).
 func sameSpec(a, b node.Spec) bool {
-	var oa, ob any
+	var oa, ob map[string]any
 	_ = json.Unmarshal(a.Options, &oa)
 	_ = json.Unmarshal(b.Options, &ob)
+	// Where the server was read is no part of what it is: a server that
+	// moved down its file is the same server.
+	delete(oa, "source")
+	delete(ob, "source")
 	return a.Kind == b.Kind && reflect.DeepEqual(a.Command, b.Command) && a.Cwd == b.Cwd &&
 		len(a.Env) == len(b.Env) && (len(a.Env) == 0 || reflect.DeepEqual(a.Env, b.Env)) && reflect.DeepEqual(oa, ob)
 }

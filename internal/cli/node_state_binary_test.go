@@ -27,8 +27,10 @@ func TestBinaryStoppedNodesTools(t *testing.T) {
 		t.Errorf("node ls of a stopped node:\n%s", ls)
 	}
 	stopped := "@ms is STOPPED: a call fails until `nerve node start ms` starts it"
+	// Its tools stay listed, marked (issue 27 item 1: a tool listed once
+	// stays listed whatever its node's state).
 	out, errs, code := n.Run("tools")
-	if code != 0 || strings.Contains(out, "ms.echo") || !strings.Contains(errs, stopped) {
+	if code != 0 || !regexp.MustCompile(`(?m)^ms\.echo +\[STOPPED\] `).MatchString(out) || !strings.Contains(errs, stopped) {
 		t.Errorf("nerve tools with ms stopped: exit %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}
 	out, errs, code = n.Run("call", "@ms", "?")

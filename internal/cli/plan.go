@@ -104,7 +104,7 @@ func runPlan(ctx context.Context, env *Env, inv *Invocation) error {
 		Tools:    ts,
 		Attempts: attempts,
 		Search: func(ctx context.Context, words string, limit int) ([]string, error) {
-			found, err := s.SearchTools(ctx, words, limit, false)
+			found, err := s.SearchTools(ctx, words, limit)
 			if err != nil {
 				return nil, err
 			}

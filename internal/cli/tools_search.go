@@ -59,7 +59,7 @@ func runToolsSearch(ctx context.Context, env *Env, inv *Invocation) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.SearchTools(ctx, words, limit, false)
+	res, err := s.SearchTools(ctx, words, limit)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkRestoreCatalogued20 is a daemon start with 20 catalogued mcp
-// nodes (the Go fixture server's 12 tools each) up to a full tool list:
+// nodes (the Go fixture server's 13 tools each) up to a full tool list:
 // New, Restore (no server starts: the nodes are lazy) and the session's
 // toolset, as tools/list and `nerve tools` answer it.
 func BenchmarkRestoreCatalogued20(b *testing.B) {
@@ -32,8 +32,8 @@ func BenchmarkRestoreCatalogued20(b *testing.B) {
 			b.Fatal(err)
 		}
 		s, _ := d.session(ctx, DefaultSession, false)
-		if n := len(s.Toolset(ctx).Tools()); n != count*12 {
-			b.Fatalf("%d tools listed, want %d", n, count*12)
+		if n := len(s.Toolset(ctx).Tools()); n != count*13 {
+			b.Fatalf("%d tools listed, want %d", n, count*13)
 		}
 		b.StopTimer()
 		d.Close(ctx)

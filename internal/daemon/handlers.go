@@ -495,12 +495,9 @@ type toolsetEntry struct {
 }
 
 func (d *Daemon) handleToolset(w http.ResponseWriter, r *http.Request, s *session.Session) error {
-	var entries []node.ToolEntry
-	if r.URL.Query().Get("now") != "" {
-		entries = s.ToolsetNow(r.Context()).Tools()
-	} else {
-		entries = s.Toolset(r.Context()).Tools()
-	}
+	// ?now=1 (older clients) asked not to wait for nodes that are
+	// starting; no listing waits now.
+	entries := s.Toolset(r.Context()).Tools()
 	out := make([]toolsetEntry, len(entries))
 	for i, e := range entries {
 		out[i] = toolsetEntry{Tool: api.Tool{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName}, MCPTool: e.Tool}

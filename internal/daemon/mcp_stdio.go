@@ -106,11 +106,10 @@ func (d *Daemon) handleMCPStdio(w http.ResponseWriter, r *http.Request) {
 	if err := rw.Flush(); err != nil {
 		return
 	}
-	t := &mcp.IOTransport{
-		// Bytes the client sent right behind its request sit in rw.
-		Reader: readCloser{rw.Reader, conn},
-		Writer: conn,
-	}
+	// Bytes the client sent right behind its request sit in rw. A message
+	// nerve refuses (too big, nested too deep, not JSON-RPC) is answered
+	// alone; the session lives on.
+	t := mcpserver.StdioTransport(readCloser{rw.Reader, conn}, conn, d.log.Named("mcp"))
 	if err := srv.MCP().Run(ctx, t); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		d.log.Info("MCP stdio session ended", zap.String("session", s.Name()), zap.String("node", id), zap.Error(err))
 	}

@@ -42,8 +42,10 @@ func (d *Daemon) handleToolSearch(w http.ResponseWriter, r *http.Request, s *ses
 		}
 		limit = min(n, 100)
 	}
-	res := s.SearchTools(r.Context(), words, &toolsearch.Options{Limit: limit}, q.Get("now") != "")
-	ts := s.ToolsetNow(r.Context())
+	// ?now=1 (older clients) asked not to wait for nodes that are
+	// starting; no listing waits now.
+	res := s.SearchTools(r.Context(), words, &toolsearch.Options{Limit: limit})
+	ts := s.Toolset(r.Context())
 	out := toolSearchBody{Tools: []foundEntry{}, Of: res.Of, Nearest: res.Nearest}
 	for _, h := range res.Hits {
 		e, ok := ts.Lookup(h.Name)

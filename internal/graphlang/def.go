@@ -97,6 +97,10 @@ type Step struct {
 	Default     any
 	HasDefault  bool
 	Ask         *Template // the question of a human gate
+	// URL, with Ask, is a page the person is asked to open (a URL-mode
+	// elicitation, MCP 2025-11-25): the gate passes when they are done
+	// there (docs/graphs.md, "Human gates").
+	URL *Template
 	// Script is a code-mode script (Starlark, internal/codemode) the
 	// step runs instead of a call: it reads inputs, the results of the
 	// steps it names (steps["read"]) and, under foreach, item as data.
@@ -250,7 +254,7 @@ func (p *parser) unknown(k *yaml.Node, what string, known []string) {
 var (
 	graphFields = []string{"description", "inputs", "steps", "output", "max_parallel"}
 	inputFields = []string{"type", "description", "default", "required"}
-	stepFields  = []string{"call", "args", "after", "when", "foreach", "max_parallel", "timeout", "retry", "on_error", "default", "ask", "script", "description", "unsafe_shell"}
+	stepFields  = []string{"call", "args", "after", "when", "foreach", "max_parallel", "timeout", "retry", "on_error", "default", "ask", "url", "script", "description", "unsafe_shell"}
 	retryFields = []string{"attempts", "backoff"}
 	inputTypes  = []string{"string", "number", "integer", "boolean", "object", "array"}
 )
@@ -405,6 +409,8 @@ func (p *parser) step(s *Step, n *yaml.Node) {
 			s.Default, s.HasDefault = p.value(v), true
 		case "ask":
 			s.Ask = p.template(v, true)
+		case "url":
+			s.URL = p.template(v, true)
 		case "script":
 			s.Script, _ = p.str(v, what+": script")
 			s.CallPos = pos(v)
@@ -431,6 +437,8 @@ func (p *parser) step(s *Step, n *yaml.Node) {
 		p.errorf(n, "%s has more than one of `call:`, `ask:` and `script:`; a step does one of them", what)
 	case s.Ask != nil && s.Args != nil:
 		p.errorf(n, "%s: an `ask:` step takes no args", what)
+	case s.URL != nil && s.Ask == nil:
+		p.errorf(n, "%s: `url:` is the page an `ask:` step asks the person to open; add `ask:` with what to do there", what)
 	case s.Script != "" && s.Args != nil:
 		p.errorf(n, "%s: a `script:` step takes no args: its script reads inputs[\"K\"] and steps[\"ID\"] itself", what)
 	case s.Script != "" && s.UnsafeShell:
@@ -492,6 +500,7 @@ func (p *parser) link(d *Def) {
 		check(s.Foreach, s, false, seen)
 		check(s.Args, s, s.Foreach != nil, seen)
 		check(s.Ask, s, s.Foreach != nil, seen)
+		check(s.URL, s, s.Foreach != nil, seen)
 		if s.Script != "" {
 			p.scriptReads(d, s, inputs, stepIDs, seen)
 		}

@@ -300,6 +300,10 @@ func (s Server) clone() Server {
 	c.Command = slices.Clone(s.Command)
 	c.Env = cloneMap(s.Env)
 	c.Headers = cloneMap(s.Headers)
+	if s.Source != nil {
+		src := *s.Source
+		c.Source = &src
+	}
 	return c
 }
 

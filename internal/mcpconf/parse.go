@@ -44,6 +44,10 @@ type Server struct {
 	// "enabled": false). An importer adds it stopped; a client that runs
 	// servers (a claude node) leaves it out.
 	Disabled bool
+	// Source is where the server is written: the file and the line of its
+	// name. Parse sets it; an mcp node built from the server names it in
+	// its errors (issue 27).
+	Source *Source
 }
 
 // Config is a parsed config file.
@@ -186,25 +190,49 @@ func (p *parser) serverMap(v value) {
 }
 
 // serverList reads the array form: [{"name": "fs", "command": [...]}, ...].
+// An entry without a name is named after what it runs (issue 27: the
+// seeds' configs have such entries), never with a name another entry
+// writes.
 func (p *parser) serverList(v value) {
-	for i, it := range elements(v) {
+	items := elements(v)
+	written := map[string]int{}
+	for _, it := range items {
+		if nv, ok := nameOf(it); ok && nv.kind() == "string" {
+			written[nv.str()] = nv.off()
+		}
+	}
+	for i, it := range items {
 		if it.kind() != "object" {
 			p.errs = append(p.errs, p.f.errorf(it.off(), "server %d of \"servers\" must be an object, got %s", i+1, it.kind()))
 			continue
 		}
-		ms := members(it)
-		n := slices.IndexFunc(ms, func(m member) bool { return m.key == "name" })
-		if n < 0 {
-			p.errs = append(p.errs, p.f.errorf(it.off(), "server %d of \"servers\" has no \"name\": add \"name\": \"...\"", i+1))
+		nv, ok := nameOf(it)
+		if !ok {
+			name := uniqueName(entryName(it), written, p.seen)
+			written[name] = it.off()
+			p.warn(it.off(), "a server of \"servers\" has no \"name\": named it %q after what it runs (add \"name\": \"...\" to choose)", name)
+			p.server(name, it.off(), it, true)
 			continue
 		}
-		nv := ms[n].val
 		if nv.kind() != "string" {
 			p.errs = append(p.errs, p.f.errorf(nv.off(), "\"name\" of a server must be a string, got %s", nv.describe()))
 			continue
 		}
 		p.server(nv.str(), nv.off(), it, true)
 	}
+}
+
+// nameOf is the "name" member of an entry of the array form.
+func nameOf(it value) (value, bool) {
+	if it.kind() != "object" {
+		return value{}, false
+	}
+	for _, m := range members(it) {
+		if m.key == "name" {
+			return m.val, true
+		}
+	}
+	return value{}, false
 }
 
 // knownKeys are the server keys nerve reads, for "did you mean".
@@ -261,7 +289,7 @@ func (p *parser) readServer(name string, nameOff int, v value, inList bool) erro
 		return f.errorf(v.off(), "server %q must be an object, got %s", name, v.kind())
 	}
 	r := &serverReader{p: p, f: f, name: name, nameOff: nameOff, inList: inList,
-		s: Server{Name: name}, present: map[string]int{}}
+		s: Server{Name: name, Source: &Source{File: f.path, Line: f.lineOf(nameOff), Server: name}}, present: map[string]int{}}
 	for _, m := range members(v) {
 		if m.val.isNull() { // null means "not set" in every format
 			continue

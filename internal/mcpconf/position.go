@@ -244,6 +244,20 @@ func clipLine(text string, caret int) (string, int) {
 type file struct {
 	path string
 	data []byte
+	// lineOff and line are the last offset lineOf counted to and its
+	// line: servers come in file order, so each count goes on from there.
+	lineOff, line int
+}
+
+// lineOf is the 1-based line of byte offset off.
+func (f *file) lineOf(off int) int {
+	off = min(max(off, 0), len(f.data))
+	if off < f.lineOff || f.line == 0 {
+		f.lineOff, f.line = 0, 1
+	}
+	f.line += bytes.Count(f.data[f.lineOff:off], []byte("\n"))
+	f.lineOff = off
+	return f.line
 }
 
 // pos returns the 1-based line and column (in characters) of byte offset

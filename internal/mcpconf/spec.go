@@ -54,6 +54,13 @@ type Options struct {
 	// registration; set it for a pre-registered client, a client ID
 	// metadata document, fixed scopes or another redirect URL.
 	OAuth *OAuth `json:"oauth,omitempty"`
+	// RequireTools fails the start when the server's tools/list fails;
+	// without it the node runs with no tools and a warning (issue 27).
+	RequireTools bool `json:"require_tools,omitempty"`
+	// Source is where `nerve mcp import` read the server (file, line,
+	// name): the node's errors name it. Not a setting: an import compares
+	// specs without it, and `nerve mcp export` leaves it out.
+	Source *Source `json:"source,omitempty"`
 }
 
 // OAuth is the OAuth 2.1 client configuration of an "mcp" node (MCP
@@ -155,6 +162,7 @@ func (s Server) Spec(id string) node.Spec {
 		Timeout:    node.Duration(c.Timeout),
 
 		StartTimeout: node.Duration(c.StartTimeout),
+		Source:       c.Source,
 	}
 	// Marshalling strings, a map of strings, a bool and a number cannot fail.
 	raw, _ := json.Marshal(opts)
@@ -176,7 +184,7 @@ func ServerFromSpec(spec node.Spec) (Server, Options, error) {
 	s := Server{
 		Name: spec.ID, Transport: o.Transport, Command: c.Command, Cwd: c.Cwd, Env: c.Env,
 		URL: o.URL, Headers: cloneMap(o.Headers), InheritEnv: o.InheritEnv, Timeout: time.Duration(o.Timeout),
-		StartTimeout: time.Duration(o.StartTimeout), Disabled: spec.Stopped,
+		StartTimeout: time.Duration(o.StartTimeout), Disabled: spec.Stopped, Source: o.Source,
 	}
 	if s.Transport == "" {
 		switch {

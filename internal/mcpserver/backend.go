@@ -46,7 +46,9 @@ type Backend interface {
 
 // ToolSource is what serving the session's tools needs.
 type ToolSource interface {
-	// Toolset returns every tool of every node that can take calls.
+	// Toolset returns every tool of every node, whatever its state (a
+	// node that cannot take calls now keeps its tools listed; a call says
+	// why), without waiting for a node that is starting.
 	Toolset(ctx context.Context) ([]ToolEntry, error)
 	// Tools returns one node's tools.
 	Tools(ctx context.Context, nodeID string) ([]*mcp.Tool, error)
@@ -67,6 +69,10 @@ type ToolSource interface {
 type NodeManager interface {
 	// Nodes returns the Info of every node, in the order they were added.
 	Nodes(ctx context.Context) ([]node.Info, error)
+	// Readiness says what a call to node id meets now, without waiting:
+	// "" when it runs at once, else the node's state and what happens or
+	// what starts it (session.Session.Readiness).
+	Readiness(ctx context.Context, nodeID string) (string, error)
 	// Restart stops and starts node id and returns its Info after.
 	Restart(ctx context.Context, nodeID string) (node.Info, error)
 }

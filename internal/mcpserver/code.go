@@ -64,7 +64,6 @@ func (s *Server) runScript(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	if strings.TrimSpace(in.Script) == "" {
 		return toolError(`run_script needs a script, e.g. {"script": "result = fs.list_directory(path=\".\")"}; its description lists the tools`), nil
 	}
-	s.waitStarting(ctx)
 	opts := &codemode.Options{Tools: backendTools{s.b}, Visible: s.scriptVisible}
 	if tok := req.Params.GetProgressToken(); tok != nil && ss != nil {
 		var mu sync.Mutex
@@ -142,4 +141,4 @@ func (t backendTools) CallTool(ctx context.Context, name string, args json.RawMe
 
 // NodeToolset is the session's toolset as it is, for scripts: no copy
 // into ToolEntry values and back.
-func (b *SessionBackend) NodeToolset(ctx context.Context) *node.Toolset { return b.s.ToolsetNow(ctx) }
+func (b *SessionBackend) NodeToolset(ctx context.Context) *node.Toolset { return b.s.Toolset(ctx) }

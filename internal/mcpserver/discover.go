@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/toolsearch"
-	"github.com/nerve-dev/nerve/pkg/node"
 )
 
 // The meta-tools of discovery mode (Options.Discover, issue 19): a client
@@ -126,18 +125,18 @@ type toolKey struct{ node, tool string }
 // --search`, the llm node's discovery and the Commander find, and learns
 // from the session's calls.
 type Searcher interface {
-	SearchTools(ctx context.Context, query string, o *toolsearch.Options, now bool) toolsearch.Result
+	SearchTools(ctx context.Context, query string, o *toolsearch.Options) toolsearch.Result
 }
 
 // SearchTools ranks the session's tools (Searcher).
-func (b *SessionBackend) SearchTools(ctx context.Context, query string, o *toolsearch.Options, now bool) toolsearch.Result {
-	return b.s.SearchTools(ctx, query, o, now)
+func (b *SessionBackend) SearchTools(ctx context.Context, query string, o *toolsearch.Options) toolsearch.Result {
+	return b.s.SearchTools(ctx, query, o)
 }
 
 // hit is one tool search_tools found, under the name it is served as.
 type hit struct {
-	name string
-	tool *mcp.Tool
+	name, node string
+	tool       *mcp.Tool
 }
 
 // find ranks the served tools for query: with the session's index when
@@ -150,7 +149,7 @@ func (s *Server) find(ctx context.Context, query string, limit int) ([]hit, tool
 		r = s.searchIndex().Find(ctx, query, &toolsearch.Options{Limit: limit})
 		out := make([]hit, len(r.Hits))
 		for i, h := range r.Hits {
-			out[i] = hit{h.Name, h.Tool}
+			out[i] = hit{h.Name, h.Node, h.Tool}
 		}
 		return out, r
 	}
@@ -160,10 +159,10 @@ func (s *Server) find(ctx context.Context, query string, limit int) ([]hit, tool
 	r = sr.SearchTools(ctx, query, &toolsearch.Options{Limit: limit, Allow: func(d *toolsearch.Doc) bool {
 		_, ok := served[toolKey{d.Node, d.Tool.Name}]
 		return ok
-	}}, true)
+	}})
 	out := make([]hit, len(r.Hits))
 	for i, h := range r.Hits {
-		out[i] = hit{served[toolKey{h.Node, h.Tool.Name}], h.Tool}
+		out[i] = hit{served[toolKey{h.Node, h.Tool.Name}], h.Node, h.Tool}
 	}
 	return out, r
 }
@@ -188,6 +187,9 @@ type found struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
 	InputSchema any    `json:"inputSchema"` // MCP's name, as describe_tool gives it
+	// State is set for a tool whose node does not take calls at once:
+	// its state and what a call does (waits, starts it) or what starts it.
+	State string `json:"state,omitempty"`
 }
 
 type searchResult struct {
@@ -223,27 +225,14 @@ func jsonResult(v any) (*mcp.CallToolResult, error) {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}, nil
 }
 
-// waitStarting waits for the servers that are starting, as tools/list
-// does, so a search right after the daemon started sees every server's
-// tools. With none starting (the usual case) it costs one look at the
-// nodes, not a Sync.
-func (s *Server) waitStarting(ctx context.Context) {
-	w, ok := s.b.(interface{ WaitStarting(context.Context) })
-	if !ok || s.opts.Node != "" {
-		return
-	}
-	infos, err := s.b.Nodes(ctx)
+// readiness is what a call to node id meets now, for a model: "" when it
+// runs at once, else its state and what happens or what starts it.
+func (s *Server) readiness(ctx context.Context, id string) string {
+	r, err := s.b.Readiness(ctx, id)
 	if err != nil {
-		return
+		return ""
 	}
-	for _, in := range infos {
-		lazy, _ := in.Details["lazy"].(bool)
-		if in.State == node.Starting || in.State == node.Created && !lazy {
-			w.WaitStarting(ctx)
-			s.Sync(ctx)
-			return
-		}
-	}
+	return r
 }
 
 func (s *Server) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -263,11 +252,10 @@ func (s *Server) searchTools(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		limit = searchDefault
 	}
 	limit = min(limit, searchMax)
-	s.waitStarting(ctx)
 	hits, r := s.find(ctx, in.Query, limit)
 	out := searchResult{Tools: []found{}, Of: r.Of, Nearest: r.Nearest}
 	for _, h := range hits {
-		out.Tools = append(out.Tools, found{Name: h.name, Description: h.tool.Description, InputSchema: objectSchema(h.tool.InputSchema)})
+		out.Tools = append(out.Tools, found{Name: h.name, Description: h.tool.Description, InputSchema: objectSchema(h.tool.InputSchema), State: s.readiness(ctx, h.node)})
 	}
 	switch {
 	case r.Of == 0:
@@ -308,7 +296,14 @@ func (s *Server) describeTool(ctx context.Context, req *mcp.CallToolRequest) (*m
 	t := *w.tool
 	t.Name = in.Name
 	t.InputSchema = objectSchema(t.InputSchema)
-	return jsonResult(&t)
+	return jsonResult(described{Tool: &t, State: s.readiness(ctx, w.node)})
+}
+
+// described is a tool as describe_tool shows it: its definition and, for
+// a node that does not take calls at once, what a call meets (found.State).
+type described struct {
+	*mcp.Tool
+	State string `json:"state,omitempty"`
 }
 
 // callTool calls the tool named in its arguments exactly as a direct

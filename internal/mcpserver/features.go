@@ -12,23 +12,19 @@ import (
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
-// syncFeatures serves the resources, templates and prompts of mcp nodes.
+// syncFeatures serves the resources, templates and prompts of mcp nodes,
+// whatever their state, as tools are: a node not running answers from its
+// catalogue, and a read or a prompt starts it or says why it cannot run.
 func (s *Server) syncFeatures(ctx context.Context) {
+	infos, err := s.b.Nodes(ctx)
+	if err != nil {
+		s.log.Warn("listing nodes", zap.Error(err))
+		return
+	}
 	var ids []string
-	if id := s.opts.Node; id != "" {
-		if s.nodeUp(ctx, id) {
-			ids = []string{id}
-		}
-	} else {
-		infos, err := s.b.Nodes(ctx)
-		if err != nil {
-			s.log.Warn("listing nodes", zap.Error(err))
-			return
-		}
-		for _, in := range infos {
-			if in.State == node.Ready || in.State == node.Busy {
-				ids = append(ids, in.ID)
-			}
+	for _, in := range infos {
+		if s.opts.Node == "" || in.ID == s.opts.Node {
+			ids = append(ids, in.ID)
 		}
 	}
 	res, tmpl, prompts := map[string]served{}, map[string]served{}, map[string]served{}

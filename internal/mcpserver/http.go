@@ -165,6 +165,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), status)
 		return
 	}
+	w, finish, ok := guardPOST(w, r, h.opts.MaxBody, h.log)
+	if !ok {
+		return // refused, with a JSON-RPC error for its id
+	}
+	defer finish()
 	if created := srv.uses.serve(srv.h, w, r); created != "" {
 		h.reapSessions() // a new session may pass MaxSessions
 	}

@@ -78,7 +78,7 @@ func (a attachment) Sample(ctx context.Context, nodeID string, req *mcp.CreateMe
 }
 
 func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	ss := a.s.client(func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
+	ss := a.s.client(func(c *mcp.ClientCapabilities) bool { return canElicit(c.Elicitation, req) })
 	if ss == nil {
 		return node.NoOneDeclined(), nil
 	}
@@ -89,6 +89,21 @@ func (a attachment) Elicit(ctx context.Context, nodeID string, req *mcp.ElicitPa
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}
 	return res, err
+}
+
+// canElicit says whether a client with elicitation capabilities caps can
+// be asked req: a URL-mode request only of a client that declared URL
+// mode (MCP 2025-11-25; the SDK refuses to send it to another), a form of
+// one that declared forms or neither mode (the older form-only
+// capability). A client that cannot is passed over for one that can.
+func canElicit(caps *mcp.ElicitationCapabilities, req *mcp.ElicitParams) bool {
+	switch {
+	case caps == nil:
+		return false
+	case req.Mode == "url" || req.Mode == "" && req.URL != "":
+		return caps.URL != nil
+	}
+	return caps.Form != nil || caps.URL == nil
 }
 
 // available says whether any client of the server can be sent a request.

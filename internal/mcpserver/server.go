@@ -220,7 +220,10 @@ func (s *Server) relevant(ev session.Event) bool {
 	case session.EventNodeAdded, session.EventNodeRemoved, session.EventTools, session.EventSettings:
 		return true
 	case session.EventState:
-		return callable(ev.From) != callable(ev.To)
+		// A node's tools stay served whatever its state (issue 27): only
+		// a start that ended may bring a list that differs from what was
+		// known (a first start, a stale catalogue).
+		return ev.To == node.Ready.String()
 	}
 	return false
 }
@@ -277,24 +280,6 @@ func (s *Server) exposed(id string, t *mcp.Tool) bool {
 	return e == nil || e.Allows(id, t)
 }
 
-// nodeUp reports whether node id exists and can take calls.
-func (s *Server) nodeUp(ctx context.Context, id string) bool {
-	infos, err := s.b.Nodes(ctx)
-	if err != nil {
-		s.log.Warn("listing nodes", zap.Error(err))
-		return false
-	}
-	for _, in := range infos {
-		if in.ID == id {
-			// A lazy node knows its tools (catalogue); its first call
-			// starts it.
-			lazy, _ := in.Details["lazy"].(bool)
-			return in.State == node.Ready || in.State == node.Busy || lazy
-		}
-	}
-	return false
-}
-
 // middleware passes on what the SDK would answer by itself: the client's
 // logging/setLevel to the servers behind the nodes (they send nothing
 // until told a level), and, in node mode, reads of resources the server
@@ -302,18 +287,6 @@ func (s *Server) nodeUp(ctx context.Context, id string) bool {
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
-		case "tools/list":
-			// A client that lists right after the daemon started gets
-			// every server's tools, not only those already up: wait for
-			// the servers that are starting, then serve what is there.
-			// (Not before initialize: a server being started may be the
-			// one asking.) Later ones come with list_changed.
-			if w, ok := s.b.(interface{ WaitStarting(context.Context) }); ok && s.opts.Node == "" {
-				if p, ok := req.GetParams().(*mcp.ListToolsParams); !ok || p == nil || p.Cursor == "" {
-					w.WaitStarting(ctx)
-					s.Sync(ctx)
-				}
-			}
 		case "tools/call":
 			// The chain of calls this one is part of, when nerve (an mcp
 			// node) sends it: nesting is bounded across nerve's hops.

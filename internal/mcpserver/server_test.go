@@ -70,7 +70,9 @@ func TestCallErrorsAreToolErrors(t *testing.T) {
 }
 
 // TestListChanged adds, breaks, restarts and removes nodes while a client
-// is connected: each time the client is told and sees the new list.
+// is connected: an added or removed node is told and seen; a node in ERROR
+// keeps its tools listed, and a call says why and what starts it (issue
+// 27).
 func TestListChanged(t *testing.T) {
 	s := newSession(t)
 	addNode(t, s, node.Spec{ID: "a", Kind: "identity"})
@@ -94,11 +96,25 @@ func TestListChanged(t *testing.T) {
 	if err := n.(*identity.Node).Machine.To(node.Error, "test fault"); err != nil {
 		t.Fatal(err)
 	}
-	waitTools(t, cs, ev, "late.identity withdrawn in ERROR", not(has("late.identity")))
+	// The server saw the move to ERROR before it sees z added.
+	addNode(t, s, node.Spec{ID: "z", Kind: "identity"})
+	if got := waitTools(t, cs, ev, "z listed", has("z.identity")); !slices.Contains(got, "late.identity") {
+		t.Errorf("late.identity withdrawn while late is in ERROR: %v", got)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "late.identity", Arguments: map[string]any{"text": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), `node "late" is ERROR (test fault)`) || !strings.Contains(resultText(res), "restart it with `nerve node restart late`") {
+		t.Errorf("calling a tool of a node in ERROR: %v %s", err, mustJSON(res))
+	}
 	if err := s.Restart(t.Context(), "late"); err != nil {
 		t.Fatal(err)
 	}
-	waitTools(t, cs, ev, "late.identity back after restart", has("late.identity"))
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "late.identity", Arguments: map[string]any{"text": "back"}})
+	if err != nil || resultText(res) != "back" {
+		t.Errorf("calling the tool after a restart: %v %s", err, mustJSON(res))
+	}
+	if err := s.Remove(t.Context(), "z"); err != nil {
+		t.Fatal(err)
+	}
 
 	if err := s.Remove(t.Context(), "late"); err != nil {
 		t.Fatal(err)

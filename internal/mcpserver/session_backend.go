@@ -32,7 +32,7 @@ func NewSessionBackend(s *session.Session) *SessionBackend {
 }
 
 func (b *SessionBackend) Toolset(ctx context.Context) ([]ToolEntry, error) {
-	entries := b.s.ToolsetNow(ctx).Tools()
+	entries := b.s.Toolset(ctx).Tools()
 	out := make([]ToolEntry, len(entries))
 	for i, e := range entries {
 		out[i] = ToolEntry{Node: e.Node, Qualified: e.Qualified, LLMName: e.LLMName, Tool: e.Tool}
@@ -40,17 +40,15 @@ func (b *SessionBackend) Toolset(ctx context.Context) ([]ToolEntry, error) {
 	return out, nil
 }
 
-// WaitStarting waits, up to session.StartWait, for the session's servers
-// that are starting (see Server's tools/list).
-func (b *SessionBackend) WaitStarting(ctx context.Context) {
-	b.s.WaitStarting(ctx, session.StartWait)
-}
-
 func (b *SessionBackend) Tools(ctx context.Context, nodeID string) ([]*mcp.Tool, error) {
 	return b.s.Tools(ctx, nodeID)
 }
 
 func (b *SessionBackend) Nodes(ctx context.Context) ([]node.Info, error) { return b.s.Infos(), nil }
+
+func (b *SessionBackend) Readiness(_ context.Context, nodeID string) (string, error) {
+	return b.s.Readiness(nodeID)
+}
 
 func (b *SessionBackend) Restart(ctx context.Context, nodeID string) (node.Info, error) {
 	if err := b.s.Restart(ctx, nodeID); err != nil {

@@ -23,23 +23,12 @@ type wantTool struct {
 	handler mcp.ToolHandler
 }
 
+// wantedTools is what to serve: every tool of the session's nodes (or of
+// the one node, unprefixed), whatever each node's state, that exp allows.
+// A node that cannot take calls keeps its tools listed and a call says why
+// (issue 27): tools never vanish while a node starts, stops or restarts.
 func (s *Server) wantedTools(ctx context.Context, exp Exposure) (map[string]wantTool, error) {
 	want := map[string]wantTool{}
-	if id := s.opts.Node; id != "" {
-		if !s.nodeUp(ctx, id) {
-			return want, nil
-		}
-		tools, err := s.b.Tools(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		for _, t := range tools {
-			if exp.Allows(id, t) {
-				want[t.Name] = wantTool{node: id, tool: t}
-			}
-		}
-		return want, nil
-	}
 	entries, err := s.b.Toolset(ctx)
 	if err != nil {
 		return nil, err
@@ -48,9 +37,17 @@ func (s *Server) wantedTools(ctx context.Context, exp Exposure) (map[string]want
 		if !exp.Allows(e.Node, e.Tool) {
 			continue
 		}
-		name := e.Qualified
-		if s.opts.Names == NamesLLM {
+		var name string
+		switch {
+		case s.opts.Node != "":
+			if e.Node != s.opts.Node {
+				continue
+			}
+			name = e.Tool.Name
+		case s.opts.Names == NamesLLM:
 			name = e.LLMName
+		default:
+			name = e.Qualified
 		}
 		want[name] = wantTool{node: e.Node, tool: e.Tool}
 	}

@@ -64,8 +64,8 @@ func (c *catalog) refresh(ctx context.Context) {
 		c.stale.Store(true)
 		return
 	}
-	// Now, not after the nodes that are starting: the prompt must not wait.
-	tools, err := mcpclient.ToolsetNow(ctx, c.session)
+	// The daemon answers at once, nodes that are starting included.
+	tools, err := mcpclient.Toolset(ctx, c.session)
 	if err != nil {
 		c.stale.Store(true)
 		return

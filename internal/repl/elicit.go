@@ -475,6 +475,9 @@ func (r *repl) answerElicit(_ context.Context, q *ask) askAnswer {
 		return askAnswer{result: elicitDecline()}
 	}
 	st := r.style
+	if p.Mode == "url" || p.Mode == "" && p.URL != "" {
+		return r.answerURL(q, &p) // elicit_url.go
+	}
 	fmt.Fprintf(r.out, "%s\n", paint(st, st.Bold+st.Yellow, fmt.Sprintf("? @%s asks you:", q.node)))
 	if p.Message != "" {
 		fmt.Fprintf(r.out, "  %s\n", indentRest(p.Message, "  "))
@@ -493,20 +496,6 @@ func (r *repl) answerElicit(_ context.Context, q *ask) askAnswer {
 		}
 		if !errors.Is(err, errDeclined) && q.withdrawn() == nil {
 			r.printErr(err)
-		}
-		return done(elicitDecline())
-	}
-	if p.Mode == "url" {
-		fmt.Fprintf(r.out, "  open %s\n  [o]pen it yourself and accept  [d]ecline  [c]ancel\n", paint(st, st.Bold, p.URL))
-		c, err := r.choose("elicit> ", "odc", "")
-		if err != nil {
-			return refused(err)
-		}
-		switch c {
-		case "o":
-			return done(&mcp.ElicitResult{Action: "accept"})
-		case "c":
-			return done(elicitCancel())
 		}
 		return done(elicitDecline())
 	}

@@ -80,6 +80,10 @@ type Options struct {
 	// OnRevive, if set, is given the function to call when a request found
 	// the daemon gone and started it again.
 	OnRevive func(revived func())
+	// OpenURL opens a page in the person's browser, when the person asks
+	// the Commander to (a server's URL-mode elicitation); it says with
+	// what ("" when there is no browser to open it with). Nil: none.
+	OpenURL func(url string) (how string, err error)
 }
 
 // Summary is one line of :help's list of commands.

@@ -15,9 +15,9 @@ const searchLimit = 8
 
 // search shows the session's tools that do what words say, ranked by the
 // session's one index, as search_tools and `nerve tools --search` rank
-// them. It does not wait for nodes that are starting: the prompt must not.
+// them. The daemon answers at once: no listing waits for a node.
 func (r *repl) search(ctx context.Context, words string) {
-	res, err := r.catalog.session.SearchTools(ctx, words, searchLimit, true)
+	res, err := r.catalog.session.SearchTools(ctx, words, searchLimit)
 	if err != nil {
 		r.printErr(err)
 		return

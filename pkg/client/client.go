@@ -511,18 +511,12 @@ func (s *Session) Do(ctx context.Context, method, path string, body, out any) er
 // for Do: NodePath("fs")+"/prompts".
 func NodePath(id string) string { return "/nodes/" + url.PathEscape(id) }
 
-// Toolset returns every tool of every ready node, as node.tool.
+// Toolset returns every tool of every node, whatever its state, as
+// node.tool; the daemon answers at once (a node that is starting is listed
+// from its catalogue).
 func (s *Session) Toolset(ctx context.Context) ([]api.Tool, error) {
 	var tools []api.Tool
 	err := s.c.do(ctx, http.MethodGet, s.path+"/tools", nil, &tools)
-	return tools, err
-}
-
-// ToolsetNow is Toolset without waiting for nodes that are starting (the
-// daemon waits for them, up to 30 s, in Toolset).
-func (s *Session) ToolsetNow(ctx context.Context) ([]api.Tool, error) {
-	var tools []api.Tool
-	err := s.c.do(ctx, http.MethodGet, s.path+"/tools?now=1", nil, &tools)
 	return tools, err
 }
 

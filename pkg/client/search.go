@@ -11,15 +11,12 @@ import (
 
 // SearchTools ranks the session's tools for words, as search_tools of
 // `nerve mcp serve --discover` does: at most limit tools (0: the
-// daemon's default), best first. now does not wait for nodes that are
-// starting.
-func (s *Session) SearchTools(ctx context.Context, words string, limit int, now bool) (*api.ToolSearch, error) {
+// daemon's default), best first. The daemon answers at once, nodes that
+// are starting included.
+func (s *Session) SearchTools(ctx context.Context, words string, limit int) (*api.ToolSearch, error) {
 	q := url.Values{"q": {words}}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
-	}
-	if now {
-		q.Set("now", "1")
 	}
 	var out api.ToolSearch
 	if err := s.c.do(ctx, http.MethodGet, s.path+"/tools/search?"+q.Encode(), nil, &out); err != nil {

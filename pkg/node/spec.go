@@ -114,14 +114,6 @@ type Reviver interface {
 	Revivable() bool
 }
 
-// SessionClient is a node whose start may list its own session's tools
-// (a Claude Code node given the session's MCP endpoint): a session-wide
-// listing does not wait for such a node to start, or each would wait for
-// the other.
-type SessionClient interface {
-	ListsSessionTools() bool
-}
-
 // Syncer is a node that can refresh its catalogue on demand: start if it
 // is not running, list what its peer offers, save it, and stop again if
 // it was not running.

@@ -83,7 +83,7 @@ func (s *Session) Hold(spec node.Spec, reason string) (node.Node, error) {
 	s.nodes[spec.ID] = e
 	s.order = append(s.order, spec.ID)
 	s.mu.Unlock()
-	s.toolsets.Store(nil)
+	s.dropToolset()
 	s.hub.publish(Event{Kind: EventNodeAdded, Node: spec.ID, NodeKind: spec.Kind})
 	return e.n, nil
 }
@@ -102,6 +102,7 @@ func (s *Session) rebuild(ctx context.Context, e *entry) error {
 		return fmt.Errorf("building node %q: %w", id, err)
 	}
 	ne.n = n
+	ne.prime()
 	if err := e.n.Stop(ctx); err != nil {
 		return fmt.Errorf("stopping node %q: %w", id, err)
 	}
@@ -112,7 +113,7 @@ func (s *Session) rebuild(ctx context.Context, e *entry) error {
 	}
 	s.nodes[id] = ne
 	s.mu.Unlock()
-	s.toolsets.Store(nil)
+	s.dropToolset()
 	if err := n.Start(ctx); err != nil {
 		return fmt.Errorf("starting node %q: %w", id, err)
 	}

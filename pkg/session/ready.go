@@ -18,8 +18,8 @@ import (
 const ReadyWait = 2 * time.Minute
 
 // The waiting rule. Every path that needs a node's server — a call, a
-// prompt, a resource read, a completion, a listing — goes through await,
-// so that they all agree:
+// prompt, a resource read, a completion, one node's tool list — goes
+// through await, so that they all agree:
 //
 //   - READY or BUSY: go on at once.
 //   - STARTING or STOPPING: wait for the state to change, then decide again.
@@ -36,6 +36,12 @@ const ReadyWait = 2 * time.Minute
 //
 // With start false (a listing that the catalogue can answer) a lazy node
 // is not started: await returns as soon as the node is settled.
+//
+// A session-wide listing (Toolset: `nerve tools`, an MCP client's
+// tools/list, an llm node's tools, a graph's step) waits for no node: a
+// node that is starting is listed from what it listed last, so one server
+// stuck in its start never holds up a call to another (issue 27). Readiness
+// says, without waiting, what a call to a node would meet.
 
 // Ready returns node id once it can serve a request, starting a lazy node
 // if it is not running (see await). A caller whose ctx ends stops waiting;
@@ -204,35 +210,43 @@ func hasCatalogue(n node.Node) bool {
 	return ok && l.Catalogued()
 }
 
-// sessionClient reports whether n's start may wait on a session-wide
-// listing (node.SessionClient): such a listing must not wait for n.
-func sessionClient(n node.Node) bool {
-	c, ok := n.(node.SessionClient)
-	return ok && c.ListsSessionTools()
-}
-
-// WaitStarting waits, for at most bound (or until ctx ends), until no node
-// is starting, stopping or about to be started by the session, so that a
-// session-wide listing right after the daemon started (nerve mcp serve,
-// nerve tools, an llm node) sees every node's tools. It starts nothing
-// and skips nodes whose own start waits on such a listing
-// (node.SessionClient). A node that comes later is announced as a change
-// of the tool list.
-func (s *Session) WaitStarting(ctx context.Context, bound time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, bound)
-	defer cancel()
-	s.mu.RLock()
-	entries := make([]*entry, 0, len(s.order))
-	for _, id := range s.order {
-		entries = append(entries, s.nodes[id])
+// Readiness says what a call to node id meets now, by the waiting rule,
+// without waiting or starting anything: "" when the node takes calls at
+// once, else a sentence for a person or a model that names its state and
+// what happens — the call waits for a start in progress, or starts a node
+// that is not running — or, for a node that cannot run now, why and what
+// starts it (the words of the call's own error).
+func (s *Session) Readiness(id string) (string, error) {
+	e, err := s.entry(id)
+	if err != nil {
+		return "", err
 	}
-	s.mu.RUnlock()
-	for _, e := range entries {
-		if sessionClient(e.n) {
-			continue
-		}
-		if s.await(ctx, e, false) != nil && ctx.Err() != nil {
-			return
-		}
+	if e.stopped.Load() {
+		return heldError(id).Error(), nil
 	}
+	st := e.n.State()
+	switch st {
+	case node.Ready, node.Busy:
+		return "", nil
+	case node.Starting:
+		return fmt.Sprintf("node %q is STARTING: a call waits for its start", id), nil
+	case node.Stopping:
+		return fmt.Sprintf("node %q is STOPPING: a call waits, then starts it again if it can", id), nil
+	case node.Error:
+		if r, ok := e.n.(node.Reviver); ok && r.Revivable() {
+			return fmt.Sprintf("node %q is ERROR (%s): a call reconnects it", id, e.n.Info().Error), nil
+		}
+		return node.NotReady(id, st, e.n.Info().Error).Error(), nil
+	}
+	switch {
+	case e.pending.Load():
+		return fmt.Sprintf("node %q is STARTING: a call waits for its start", id), nil
+	case hasCatalogue(e.n):
+		return fmt.Sprintf("node %q is %s, not running: its first call starts it", id, st), nil
+	}
+	reason := ""
+	if st == node.Created {
+		reason = e.n.Info().Error
+	}
+	return node.NotReady(id, st, reason).Error(), nil
 }

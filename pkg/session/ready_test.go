@@ -66,9 +66,13 @@ func (n *slowNode) Info() node.Info                 { return n.BaseInfo() }
 func (n *slowNode) Catalogued() bool                { return n.lazy }
 func (n *slowNode) StartsLazily() bool              { return n.lazy }
 
+// ListTools answers as an mcp node does: when it runs, or from its
+// catalogue (lazy) when it is not running; not while it starts, stops or
+// is in ERROR.
 func (n *slowNode) ListTools(context.Context) ([]*mcp.Tool, error) {
-	if st := n.State(); !n.lazy && st != node.Ready && st != node.Busy {
-		return nil, node.NotReady(n.ID(), st, "")
+	st, reason := n.Machine.Get()
+	if st != node.Ready && st != node.Busy && !(n.lazy && (st == node.Created || st == node.Stopped)) {
+		return nil, node.NotReady(n.ID(), st, reason)
 	}
 	return []*mcp.Tool{{Name: "echo", InputSchema: map[string]any{"type": "object"}}}, nil
 }
@@ -209,9 +213,11 @@ func TestCancelledCallLeavesStartRunning(t *testing.T) {
 	}
 }
 
-// A call, a listing and Ready made while the session is restoring an eager
-// node wait for its start instead of failing or leaving it out (issue 22,
-// item 1: `nerve tools` right after daemon start left out the bash node).
+// A call and Ready made while the session is restoring an eager node wait
+// for its start instead of failing (issue 22, item 1); a session-wide
+// listing does not wait (issue 27: one server stuck in its start held up
+// every graph): it answers at once, and the node's tools are in it once it
+// is up.
 func TestRequestsWaitForNodesBeingRestored(t *testing.T) {
 	s, gate, _ := slowSession(t, false)
 	restored := make(chan error, 1)
@@ -219,11 +225,12 @@ func TestRequestsWaitForNodesBeingRestored(t *testing.T) {
 	waitState(t, s, "sh", node.Starting)
 	var wg sync.WaitGroup
 	var callErr, readyErr error
-	var ts *node.Toolset
 	wg.Go(func() { callErr = call(context.Background(), s, "sh") })
 	wg.Go(func() { _, readyErr = s.Ready(context.Background(), "sh") })
-	wg.Go(func() { ts = s.Toolset(context.Background()) })
-	time.Sleep(20 * time.Millisecond) // let them reach their wait; the result does not depend on it
+	// The gate is shut: a listing that waited would never return.
+	if ts := s.Toolset(context.Background()); ts.Len() != 0 {
+		t.Errorf("Toolset while sh starts with no tools known: %v", ts.Tools())
+	}
 	close(gate)
 	wg.Wait()
 	if err := <-restored; err != nil {
@@ -232,8 +239,8 @@ func TestRequestsWaitForNodesBeingRestored(t *testing.T) {
 	if callErr != nil || readyErr != nil {
 		t.Fatalf("call: %v; Ready: %v", callErr, readyErr)
 	}
-	if _, ok := ts.Lookup("sh.echo"); !ok {
-		t.Errorf("Toolset during restore lacks sh.echo: %v", ts.Tools())
+	if _, ok := s.Toolset(context.Background()).Lookup("sh.echo"); !ok {
+		t.Errorf("Toolset after the restore lacks sh.echo: %v", s.Toolset(context.Background()).Tools())
 	}
 }
 
@@ -290,5 +297,69 @@ func TestNodeInErrorAndCloseDuringStart(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("Close did not end a start in progress")
+	}
+}
+
+// A node's tools stay in the session's toolset whatever its state — while
+// it starts, once it runs, held stopped, in ERROR — and Readiness says,
+// without waiting, what a call meets; a call to a node that cannot run
+// says why and what starts it (issue 27: a tool of a node that was
+// starting, STOPPED or in ERROR was "unknown" to an MCP client).
+func TestToolsStayListedWhateverTheState(t *testing.T) {
+	ctx := context.Background()
+	s, gate, _ := slowSession(t, true)
+	if err := s.Restore(ctx, []node.Spec{{ID: "p", Kind: "slow"}, {ID: "bad", Kind: "slow"}}); err != nil {
+		t.Fatal(err)
+	}
+	listed := func(when string) {
+		t.Helper()
+		ts := s.Toolset(ctx)
+		for _, name := range []string{"p.echo", "bad.echo"} {
+			if _, ok := ts.Lookup(name); !ok {
+				t.Errorf("%s: the toolset lacks %s: %v", when, name, ts.Tools())
+			}
+		}
+	}
+	readiness := func(id, want string) {
+		t.Helper()
+		got, err := s.Readiness(id)
+		if err != nil || !strings.Contains(got, want) || (want == "" && got != "") {
+			t.Errorf("Readiness(%s) = %q, %v; want %q", id, got, err, want)
+		}
+	}
+	listed("lazy, not started")
+	readiness("p", "its first call starts it")
+
+	done := make(chan error, 1)
+	go func() { done <- call(ctx, s, "p") }()
+	waitState(t, s, "p", node.Starting)
+	listed("p starting")
+	readiness("p", `node "p" is STARTING: a call waits for its start`)
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	listed("p running")
+	readiness("p", "")
+
+	if err := s.Stop(ctx, "p"); err != nil {
+		t.Fatal(err)
+	}
+	listed("p held stopped")
+	readiness("p", "start it with `nerve node start p`")
+	if err := call(ctx, s, "p"); err == nil || !strings.Contains(err.Error(), "start it with `nerve node start p`") {
+		t.Errorf("a call to a stopped node = %v", err)
+	}
+
+	if err := call(ctx, s, "bad"); err == nil {
+		t.Fatal("bad started")
+	}
+	listed("bad in ERROR")
+	readiness("bad", "restart it with `nerve node restart bad`")
+	if err := call(ctx, s, "bad"); err == nil || !strings.Contains(err.Error(), `node "bad" is ERROR`) || !strings.Contains(err.Error(), "nerve node restart bad") {
+		t.Errorf("a call to a node in ERROR = %v", err)
+	}
+	if _, err := s.Readiness("nope"); !errors.Is(err, node.ErrNotFound) {
+		t.Errorf("Readiness of no node = %v", err)
 	}
 }

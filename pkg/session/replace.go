@@ -29,18 +29,12 @@ func (s *Session) Check(ctx context.Context, spec node.Spec) ([]string, error) {
 }
 
 // catalogue is what a spec for node skip is checked against: the tools of
-// every other node whatever its state (the session's toolset, then each
-// node it leaves out as far as it can list its tools), the nodes that
-// cannot list them with why, and the other nodes' specs.
+// every other node whatever its state (as the session's toolset lists
+// them), the nodes that never listed any with their state, and the other
+// nodes' specs. It waits for no node: one that is starting without a
+// catalogue is down.
 func (s *Session) catalogue(ctx context.Context, skip string) *node.Catalogue {
 	c := &node.Catalogue{Tools: map[string]*mcp.Tool{}, Down: map[string]string{}, Specs: map[string]node.Spec{}}
-	listed := map[string]bool{}
-	for _, t := range s.Toolset(ctx).Tools() {
-		listed[t.Node] = true
-		if t.Node != skip {
-			c.Tools[t.Qualified] = t.Tool
-		}
-	}
 	s.mu.RLock()
 	var others []*entry
 	for _, id := range s.order {
@@ -52,13 +46,12 @@ func (s *Session) catalogue(ctx context.Context, skip string) *node.Catalogue {
 	s.mu.RUnlock()
 	for _, e := range others {
 		id := e.n.ID()
-		if listed[id] {
-			continue
-		}
-		tools, err := s.Tools(ctx, id)
+		tools, err := s.listed(ctx, e)
 		if err != nil {
-			info := s.info(e)
-			c.Down[id] = node.NotReady(id, info.State, info.Error).Error()
+			c.Down[id] = err.Error()
+			if info := s.info(e); info.State != node.Ready && info.State != node.Busy {
+				c.Down[id] = node.NotReady(id, info.State, info.Error).Error()
+			}
 			continue
 		}
 		for _, t := range tools {
@@ -131,6 +124,7 @@ func (s *Session) ReplaceIf(ctx context.Context, spec node.Spec, ifMatch []strin
 		return nil, err
 	}
 	e.n = n
+	e.prime()
 	s.mu.Lock()
 	if err := s.matchLocked(id, old, ifMatch); err != nil {
 		s.mu.Unlock()
@@ -138,7 +132,7 @@ func (s *Session) ReplaceIf(ctx context.Context, spec node.Spec, ifMatch []strin
 	}
 	s.nodes[id] = e
 	s.mu.Unlock()
-	s.toolsets.Store(nil)
+	s.dropToolset()
 	if err := s.persist(); err != nil {
 		s.log.Error("saving specs", zap.Error(err))
 	}

@@ -66,7 +66,7 @@ func TestReplaceInOneSave(t *testing.T) {
 }
 
 // TestCheckSeesTheOthers: a kind's check gets every other node's tools
-// and specs, and nodes that cannot list their tools as down.
+// and specs, and nodes that never listed their tools as down.
 func TestCheckSeesTheOthers(t *testing.T) {
 	ctx := context.Background()
 	fs := &fakes{}
@@ -85,7 +85,7 @@ func TestCheckSeesTheOthers(t *testing.T) {
 	t.Cleanup(func() { _ = s.Close(ctx) })
 	add(t, s, "echo", identity.Kind)
 	add(t, s, "self", "fake")
-	fs.configure = func(f *fakeNode) { f.startErr = errors.New("boom") }
+	fs.configure = func(f *fakeNode) { f.startErr, f.listErr = errors.New("boom"), errors.New("not running") }
 	if _, err := s.Add(ctx, node.Spec{ID: "broken", Kind: "fake"}); err == nil {
 		t.Fatal("the broken node started")
 	}

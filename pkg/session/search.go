@@ -42,16 +42,15 @@ func (s *Session) usageOf() *toolsearch.Usage {
 }
 
 // SearchTools ranks the session's tools for query (toolsearch.Find) with
-// the session's usage; o may set a limit and a filter. now does not wait
-// for nodes that are starting (ToolsetNow), for a prompt that must not
-// wait.
-func (s *Session) SearchTools(ctx context.Context, query string, o *toolsearch.Options, now bool) toolsearch.Result {
+// the session's usage; o may set a limit and a filter. Like every listing
+// it waits for no node (Toolset).
+func (s *Session) SearchTools(ctx context.Context, query string, o *toolsearch.Options) toolsearch.Result {
 	var opts toolsearch.Options
 	if o != nil {
 		opts = *o
 	}
 	opts.Usage = s.usageOf()
-	r := s.SearchIndex(ctx, now).Find(ctx, query, &opts)
+	r := s.SearchIndex(ctx).Find(ctx, query, &opts)
 	ss := &s.search
 	ss.mu.Lock()
 	changed := r.Note != ss.note
@@ -66,14 +65,8 @@ func (s *Session) SearchTools(ctx context.Context, query string, o *toolsearch.O
 
 // SearchIndex returns the index of the session's current tools, built
 // if the catalogue changed since the last one.
-func (s *Session) SearchIndex(ctx context.Context, now bool) *toolsearch.Index {
-	var ts *node.Toolset
-	if now {
-		ts = s.ToolsetNow(ctx)
-	} else {
-		ts = s.Toolset(ctx)
-	}
-	entries := ts.Tools()
+func (s *Session) SearchIndex(ctx context.Context) *toolsearch.Index {
+	entries := s.Toolset(ctx).Tools()
 	emb := s.embedder()
 	ss := &s.search
 	ss.mu.Lock()

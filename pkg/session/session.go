@@ -76,7 +76,10 @@ type Session struct {
 	startsMu   sync.Mutex
 	starts     sync.WaitGroup
 	startsDone bool
+	// toolsets is the cached Toolset (nil: none); toolsetGen counts the
+	// changes that drop it, so a listing made across a change is not kept.
 	toolsets   atomic.Pointer[node.Toolset]
+	toolsetGen atomic.Uint64
 	extraEnv   func() ([]string, string)
 	secret     func(string) (string, bool)
 	onCall     func(context.Context, *CallInfo)
@@ -100,11 +103,17 @@ type entry struct {
 	n    node.Node
 	spec node.Spec // guarded by Session.mu
 
-	// toolsMu guards the cached tool list.
+	// toolsMu guards the cached tool list and known.
 	toolsMu sync.Mutex
 	tools   []*mcp.Tool
 	byName  map[string]*cachedTool
 	valid   bool
+	// known is the list the node gave last, before overrides, in whatever
+	// state (a running server's, its catalogue, a kind's fixed tools):
+	// what a listing shows while the node cannot list (starting, in
+	// ERROR). A node's tools stay listed while it starts, stops or
+	// restarts (issue 27).
+	known []*mcp.Tool
 
 	client entryEnv // the environment of the client that added it
 
@@ -293,7 +302,8 @@ func (s *Session) register(spec node.Spec, pending bool) (*entry, error) {
 	e.n = n
 	s.order = append(s.order, id)
 	s.mu.Unlock()
-	s.toolsets.Store(nil)
+	e.prime()
+	s.dropToolset()
 	s.hub.publish(Event{Kind: EventNodeAdded, Node: id, NodeKind: spec.Kind})
 	if err := s.persist(); err != nil {
 		s.log.Error("saving specs", zap.Error(err))
@@ -388,7 +398,7 @@ func (s *Session) Remove(ctx context.Context, id string) error {
 		}
 	}
 	s.mu.Unlock()
-	s.toolsets.Store(nil)
+	s.dropToolset()
 	s.hub.publish(Event{Kind: EventNodeRemoved, Node: id})
 	if err := s.persist(); err != nil {
 		s.log.Error("saving specs", zap.Error(err))
@@ -611,6 +621,7 @@ func (s *Session) tools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]
 		return nil, nil, fmt.Errorf("listing tools of node %q: %w", e.n.ID(), err)
 	}
 	tools, byName := s.view(e.n.ID(), raw, ovs) // overrides.go
+	e.known = raw
 	// Only a listing from a node that can serve calls is worth keeping.
 	if st := e.n.State(); st == node.Ready || st == node.Busy {
 		e.tools, e.byName, e.valid = tools, byName, true
@@ -618,21 +629,96 @@ func (s *Session) tools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]
 	return tools, byName, nil
 }
 
+// prime notes what e's node knows of its tools before it starts (a
+// catalogue, a kind's fixed tools), so that a listing shows them while
+// the node starts. Listing a node that is not running does no I/O.
+func (e *entry) prime() {
+	tools, err := e.n.ListTools(context.Background())
+	if err != nil {
+		return
+	}
+	e.toolsMu.Lock()
+	if e.known == nil {
+		e.known = tools
+	}
+	e.toolsMu.Unlock()
+}
+
+// listed is e's tools as a session-wide listing shows them: what the node
+// lists now or, while it cannot (starting, stopping, in ERROR), what it
+// listed last. It never waits. The error is the node's when it never
+// listed any tools.
+func (s *Session) listed(ctx context.Context, e *entry) ([]*mcp.Tool, error) {
+	tools, _, err := s.tools(ctx, e)
+	if err == nil {
+		return tools, nil
+	}
+	ovs := s.overridesOf(e) // before toolsMu: never s.mu under it
+	e.toolsMu.Lock()
+	raw := e.known
+	e.toolsMu.Unlock()
+	if raw == nil {
+		return nil, err
+	}
+	tools, _ = s.view(e.n.ID(), raw, ovs)
+	return tools, nil
+}
+
 func (s *Session) invalidateTools(e *entry) {
 	e.toolsMu.Lock()
 	e.tools, e.byName, e.valid = nil, nil, false
 	e.toolsMu.Unlock()
-	s.toolsets.Store(nil)
+	s.dropToolset()
 }
 
-// Toolset returns every tool of every READY or BUSY node under qualified and
-// LLM-safe names. It is cached until a node or a tool list changes.
+// Toolset returns the tools of every node, whatever its state, under
+// qualified and LLM-safe names: tools listed once stay listed while their
+// node starts, stops, restarts or is in ERROR, and a call to one that
+// cannot run now says why and what starts it (the waiting rule, ready.go).
+// It never waits for a node: one that is starting is listed from what it
+// listed last (its catalogue), and one that never listed tools comes with
+// the change of the tool list when it is up. It is cached until a node or
+// a tool list changes.
 func (s *Session) Toolset(ctx context.Context) *node.Toolset {
 	if ts := s.toolsets.Load(); ts != nil {
 		return ts
 	}
-	s.WaitStarting(ctx, StartWait)
-	return s.ToolsetNow(ctx)
+	s.mu.RLock()
+	entries := make([]*entry, 0, len(s.order))
+	for _, id := range s.order {
+		entries = append(entries, s.nodes[id])
+	}
+	s.mu.RUnlock()
+	gen := s.toolsetGen.Load()
+	var all []node.NodeTools
+	complete := true
+	for _, e := range entries {
+		tools, err := s.listed(ctx, e)
+		if err != nil {
+			// It never listed tools: none to show until it does, which
+			// comes as a change of state (READY) or of its tools. Only a
+			// running node that fails to list is worth asking again.
+			if st := e.n.State(); st == node.Ready || st == node.Busy {
+				complete = false
+				s.log.Warn("listing tools", zap.String("node", e.n.ID()), zap.Error(err))
+			}
+			continue
+		}
+		all = append(all, node.NodeTools{Node: e.n.ID(), Tools: tools})
+	}
+	ts := node.NewToolset(all)
+	if complete && s.toolsets.CompareAndSwap(nil, ts) && s.toolsetGen.Load() != gen {
+		// Something changed while this was listed: do not keep it.
+		s.toolsets.CompareAndSwap(ts, nil)
+	}
+	return ts
+}
+
+// dropToolset forgets the cached Toolset after a change of a node or of
+// its tools.
+func (s *Session) dropToolset() {
+	s.toolsetGen.Add(1)
+	s.toolsets.Store(nil)
 }
 
 // liveUnknown turns a node's "no such tool" — a tool its stale catalogue
@@ -658,49 +744,6 @@ func catalogued(n node.Node) bool {
 	}
 	st := n.State()
 	return st == node.Created || st == node.Stopped
-}
-
-// StartWait bounds how long a session-wide listing (Toolset) waits for
-// nodes that are starting: a client that lists right after the daemon
-// started (nerve mcp serve, nerve tools, an llm node) gets every node's
-// tools, not only those of the first to be up. A node that comes later is
-// announced as a change of the tool list.
-const StartWait = 30 * time.Second
-
-// ToolsetNow is Toolset without waiting for nodes that are starting: what
-// can be called right now.
-func (s *Session) ToolsetNow(ctx context.Context) *node.Toolset {
-	if ts := s.toolsets.Load(); ts != nil {
-		return ts
-	}
-	s.mu.RLock()
-	entries := make([]*entry, 0, len(s.order))
-	for _, id := range s.order {
-		entries = append(entries, s.nodes[id])
-	}
-	s.mu.RUnlock()
-	var all []node.NodeTools
-	complete := true
-	for _, e := range entries {
-		if e.stopped.Load() {
-			continue // held stopped: offers nothing until started (stop.go)
-		}
-		if st := e.n.State(); st != node.Ready && st != node.Busy && !catalogued(e.n) {
-			continue
-		}
-		tools, _, err := s.tools(ctx, e)
-		if err != nil {
-			complete = false
-			s.log.Warn("listing tools", zap.String("node", e.n.ID()), zap.Error(err))
-			continue
-		}
-		all = append(all, node.NodeTools{Node: e.n.ID(), Tools: tools})
-	}
-	ts := node.NewToolset(all)
-	if complete {
-		s.toolsets.CompareAndSwap(nil, ts)
-	}
-	return ts
 }
 
 // call is Call without telling Options.OnCall; dec receives the call

@@ -12,7 +12,7 @@ import (
 // Stop stops node id and keeps it stopped until Start (or Restart): the
 // node stays in the session with its settings and catalogue, its spec is
 // saved with Stopped set so a daemon restart leaves it stopped, its tools
-// leave the session's toolset, and a call to it is refused with the command
+// stay in the session's toolset, and a call to it is refused with the command
 // that starts it. Stopping a stopped node is not an error.
 func (s *Session) Stop(ctx context.Context, id string) error {
 	e, err := s.entry(id)
@@ -59,7 +59,8 @@ func (s *Session) HeldStopped(id string) bool {
 }
 
 // setStopped records whether e is held stopped, in the entry and in its
-// saved spec, and drops the cached toolset (a held node offers no tools).
+// saved spec, and drops the cached toolset (what a call to its tools
+// meets has changed).
 func (s *Session) setStopped(e *entry, stopped bool) {
 	if e.stopped.Swap(stopped) == stopped {
 		return
@@ -67,7 +68,7 @@ func (s *Session) setStopped(e *entry, stopped bool) {
 	s.mu.Lock()
 	e.spec.Stopped = stopped
 	s.mu.Unlock()
-	s.toolsets.Store(nil)
+	s.dropToolset()
 	if err := s.persist(); err != nil {
 		s.log.Error("saving specs", zap.Error(err))
 	}

@@ -26,17 +26,6 @@ type Endpoint struct {
 	Token string // bearer token
 }
 
-// claudeServer is one entry of Claude Code's {"mcpServers": {...}}.
-type claudeServer struct {
-	Type    string            `json:"type,omitempty"`
-	Command string            `json:"command,omitempty"`
-	Args    []string          `json:"args,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	URL     string            `json:"url,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
-}
-
 // loadServers reads opt (a path or inline JSON) and expands its ${VAR}s.
 func loadServers(opt string, lookup func(string) (string, bool)) ([]mcpconf.Server, error) {
 	if strings.TrimSpace(opt) == "" {
@@ -71,18 +60,18 @@ func loadServers(opt string, lookup func(string) (string, bool)) ([]mcpconf.Serv
 // claudeConfig renders servers (expanded) and the session endpoint, if any,
 // as Claude Code's config JSON.
 func claudeConfig(servers []mcpconf.Server, ep *Endpoint) ([]byte, []string, error) {
-	m := make(map[string]claudeServer, len(servers)+1)
+	m := make(map[string]mcpconf.Entry, len(servers)+1)
 	names := make([]string, 0, len(servers)+1)
 	for _, s := range servers {
-		var c claudeServer
+		var c mcpconf.Entry
 		switch s.Transport {
 		case "http", "sse":
-			c = claudeServer{Type: s.Transport, URL: s.URL, Headers: s.Headers}
+			c = mcpconf.Entry{Type: s.Transport, URL: s.URL, Headers: s.Headers}
 		default:
 			if len(s.Command) == 0 {
 				return nil, nil, fmt.Errorf("MCP server %q has no command", s.Name)
 			}
-			c = claudeServer{Command: s.Command[0], Args: s.Command[1:], Env: s.Env, Cwd: s.Cwd}
+			c = mcpconf.Entry{Command: s.Command[0], Args: s.Command[1:], Env: s.Env, Cwd: s.Cwd}
 		}
 		m[s.Name] = c
 		names = append(names, s.Name)
@@ -91,7 +80,7 @@ func claudeConfig(servers []mcpconf.Server, ep *Endpoint) ([]byte, []string, err
 		if _, dup := m[SessionServerName]; dup {
 			return nil, nil, fmt.Errorf("the MCP config has a server named %q, the name --session-tools uses: rename that server", SessionServerName)
 		}
-		m[SessionServerName] = claudeServer{Type: "http", URL: ep.URL, Headers: map[string]string{"Authorization": "Bearer " + ep.Token}}
+		m[SessionServerName] = mcpconf.Entry{Type: "http", URL: ep.URL, Headers: map[string]string{"Authorization": "Bearer " + ep.Token}}
 		names = append(names, SessionServerName)
 	}
 	data, err := json.MarshalIndent(map[string]any{"mcpServers": m}, "", "  ")

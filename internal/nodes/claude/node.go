@@ -684,10 +684,3 @@ func sortedKeys(m map[string]string) []string {
 	slices.Sort(keys)
 	return keys
 }
-
-// ListsSessionTools reports whether Claude Code is given the session's MCP
-// endpoint (--session-tools): its start lists the session's tools, so a
-// session-wide listing must not wait for it (node.SessionClient).
-func (n *Node) ListsSessionTools() bool { return n.opts.SessionTools }
-
-var _ node.SessionClient = (*Node)(nil)

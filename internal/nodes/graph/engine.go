@@ -24,8 +24,9 @@ type Caller interface {
 	CallTool(ctx context.Context, name string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error)
 }
 
-// Asker puts an ask step's question to the person.
-type Asker func(ctx context.Context, question string) (*mcp.ElicitResult, error)
+// Asker puts an ask step's question to the person; with a page (url,
+// else ""), the question is to open it and say when done.
+type Asker func(ctx context.Context, question, url string) (*mcp.ElicitResult, error)
 
 // StepRecord is one step of a run, as recorded.
 type StepRecord struct {
@@ -544,7 +545,17 @@ func (r *run) ask(ctx context.Context, s *graphlang.Step, sc *graphlang.Scope) (
 	ctx = node.WithAsked(ctx, func(who string) {
 		r.emit(api.StepEvent{Step: s.ID, State: api.StepAsked, Reason: who})
 	})
-	ans, err := r.o.Ask(ctx, graphlang.Text(q))
+	page := ""
+	if s.URL != nil {
+		v, err := s.URL.Eval(sc)
+		if err != nil {
+			return nil, err
+		}
+		if page, err = pageURL(graphlang.Text(v)); err != nil {
+			return nil, err
+		}
+	}
+	ans, err := r.o.Ask(ctx, graphlang.Text(q), page)
 	if errors.Is(err, node.ErrNoOneToAsk) || err == nil && ans != nil && ans.Meta[node.MetaUnanswered] == true {
 		return nil, errNoOne
 	}

@@ -262,7 +262,7 @@ func TestRunCancelLeavesNothingInFlight(t *testing.T) {
 func TestRunAsk(t *testing.T) {
 	d := mustParse(t, "inputs: {f: string}\nsteps:\n  ok: {ask: \"ship ${inputs.f}?\"}\n  go: {call: e.identity, args: {text: \"${steps.ok.text}\"}}\n")
 	var asked string
-	out, err := Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(_ context.Context, q string) (*mcp.ElicitResult, error) {
+	out, err := Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(_ context.Context, q, _ string) (*mcp.ElicitResult, error) {
 		asked = q
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "yes"}}, nil
 	}})
@@ -276,19 +276,45 @@ func TestRunAsk(t *testing.T) {
 		t.Errorf("with no asker: %v", err)
 	}
 	for name, ask := range map[string]Asker{
-		"a router with no one attached": func(context.Context, string) (*mcp.ElicitResult, error) { return node.NoOneDeclined(), nil },
-		"an attach group with no one":   func(context.Context, string) (*mcp.ElicitResult, error) { return nil, node.ErrNoOneToAsk },
+		"a router with no one attached": func(context.Context, string, string) (*mcp.ElicitResult, error) { return node.NoOneDeclined(), nil },
+		"an attach group with no one":   func(context.Context, string, string) (*mcp.ElicitResult, error) { return nil, node.ErrNoOneToAsk },
 	} {
 		_, err = Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: ask})
 		if err == nil || !strings.Contains(err.Error(), noOne) || strings.Contains(err.Error(), "the person declined") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	_, err = Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(context.Context, string) (*mcp.ElicitResult, error) {
+	_, err = Run(context.Background(), d, map[string]any{"f": "x"}, RunOptions{Caller: newFake(), Ask: func(context.Context, string, string) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "decline"}, nil
 	}})
 	if err == nil || !strings.Contains(err.Error(), "the person declined") {
 		t.Errorf("a person who declined: %v", err)
+	}
+}
+
+// TestRunAskURL: an ask step with url: asks the person to open the page
+// (its references filled in) and goes on once they are done there; a url
+// that is not a web page's fails the step before anyone is asked, and
+// url: without ask: is refused when the graph is read (issue 27).
+func TestRunAskURL(t *testing.T) {
+	d := mustParse(t, "inputs: {id: string}\nsteps:\n  ok: {ask: \"Approve deploy ${inputs.id}\", url: \"https://ci.example.com/approve/${inputs.id}\"}\n  go: {call: e.identity, args: {text: \"${steps.ok.text}\"}}\n")
+	var asked, page string
+	ask := func(_ context.Context, q, u string) (*mcp.ElicitResult, error) {
+		asked, page = q, u
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}
+	out, err := Run(context.Background(), d, map[string]any{"id": "42"}, RunOptions{Caller: newFake(), Ask: ask})
+	if err != nil || out != "accepted" || asked != "Approve deploy 42" || page != "https://ci.example.com/approve/42" {
+		t.Errorf("out %q err %v asked %q to open %q", out, err, asked, page)
+	}
+	bad := mustParse(t, "inputs: {u: string}\nsteps:\n  ok: {ask: \"go\", url: \"${inputs.u}\"}\n")
+	page = ""
+	_, err = Run(context.Background(), bad, map[string]any{"u": "javascript:alert(1)"}, RunOptions{Caller: newFake(), Ask: ask})
+	if err == nil || !strings.Contains(err.Error(), "must be an absolute http or https URL") || page != "" {
+		t.Errorf("a url that is not a page: %v (asked to open %q)", err, page)
+	}
+	if _, err := graphlang.Parse([]byte("steps:\n  ok: {call: e.identity, url: \"https://x\"}\n")); err == nil || !strings.Contains(err.Error(), "`url:` is the page an `ask:` step asks the person to open") {
+		t.Errorf("url without ask: %v", err)
 	}
 }
 

@@ -206,7 +206,10 @@ func (n *Node) asker() Asker {
 	if n.env.Hooks == nil {
 		return nil
 	}
-	return func(ctx context.Context, q string) (*mcp.ElicitResult, error) {
+	return func(ctx context.Context, q, page string) (*mcp.ElicitResult, error) {
+		if page != "" {
+			return n.env.Hooks.Elicit(ctx, n.ID(), urlElicitation(q, page)) // ask_url.go
+		}
 		return n.env.Hooks.Elicit(ctx, n.ID(), &mcp.ElicitParams{
 			Message: q,
 			RequestedSchema: map[string]any{

@@ -50,7 +50,7 @@ func (n *Node) fit(em *emitter, toolBytes int) []provider.Message {
 	if budget < n.opts.ContextTokens/2 {
 		budget = n.opts.ContextTokens / 2
 	}
-	fixed := (len(n.opts.System)+toolBytes)/bytesPerToken + 1
+	fixed := (len(em.system)+toolBytes)/bytesPerToken + 1
 	total := fixed
 	for _, m := range n.msgs {
 		total += messageTokens(m)

@@ -17,7 +17,7 @@ const anthropicBaseURL = "https://api.anthropic.com"
 func CLI() *kindcli.Kind {
 	return &kindcli.Kind{
 		Kind:  Kind,
-		Usage: "node add llm NAME --base-url URL --model M [--api-key '${VAR}'] [--tools LIST] [--discover] [--code] [--system TEXT] [--max-steps N] [--header 'K: V'] [--temperature X] [--max-tokens N] [--stream=false] [--timeout D]",
+		Usage: "node add llm NAME --base-url URL --model M [--api-key '${VAR}'] [--tools LIST] [--discover] [--code] [--system TEXT] [--max-steps N] [--header 'K: V'] [--temperature X] [--max-tokens N] [--stream=false] [--timeout D] [--resource NODE:URI]",
 		Help: `A conversation with a model behind an OpenAI-compatible API (or Anthropic's
 Messages API with --provider anthropic), which may call
 the session's tools named by --tools. Give the API key as a reference,
@@ -50,6 +50,7 @@ result goes back to the model (docs/code-mode.md).`,
 			{Name: "context-tokens", Value: "N", Usage: fmt.Sprintf("conversation budget in tokens (default %d)", DefaultContextTokens)},
 			{Name: "provider", Value: "openai|anthropic", Values: []string{"anthropic", "openai"}, Usage: "API dialect: openai (default; every OpenAI-compatible server) or anthropic (the Messages API: --base-url https://api.anthropic.com --api-key '${ANTHROPIC_API_KEY}')"},
 			{Name: "stream", Usage: "stream answers (default); --stream=false for servers that stream badly"},
+			{Name: "resource", Value: "NODE:URI", Repeat: true, Usage: "a resource of another node whose text goes into the model's context, read at the start of every call (e.g. fs:file:///home/ada/README.md; at most 128 KiB in all)"},
 		},
 		NoFolder: true,
 		Options:  cliOptions,
@@ -76,6 +77,8 @@ func cliOptions(_ context.Context, in *kindcli.Input) (any, error) {
 		Code:     f.Bool("code"),
 		System:   f.Flag("system"),
 		Provider: f.Flag("provider"),
+
+		Resources: f.All("resource"),
 	}
 	if len(in.Spec.Command) > 0 {
 		return o, kindcli.Usagef("an llm node runs no command (got %q): give --base-url and --model", strings.Join(in.Spec.Command, " "))

@@ -47,7 +47,7 @@ var discoveryTools = []provider.Tool{
 // `nerve mcp serve --discover`, `nerve tools --search` and the
 // Commander's @?, and the session's usage.
 type searcher interface {
-	SearchTools(ctx context.Context, query string, o *toolsearch.Options, now bool) toolsearch.Result
+	SearchTools(ctx context.Context, query string, o *toolsearch.Options) toolsearch.Result
 }
 
 // discoveryCache offers the two discovery tools instead of the tools
@@ -86,7 +86,7 @@ func (c toolCache) find(ctx context.Context, query string, limit int) toolsearch
 		_, ok := c.byName[d.Name]
 		return ok
 	}
-	return c.searcher.SearchTools(ctx, query, o, false)
+	return c.searcher.SearchTools(ctx, query, o)
 }
 
 // search answers search_tools: the best matches as JSON, each with its

@@ -123,6 +123,11 @@ type Options struct {
 	// replaced by a notice first, then the oldest exchanges are dropped;
 	// the conversation says so. Lower it for small local models.
 	ContextTokens int `json:"context_tokens,omitempty"`
+	// Resources are resources of the session's nodes whose text goes into
+	// the model's context, each "NODE:URI" (--resource fs:file:///x/README.md):
+	// read at the start of every chat call and put in that turn's system
+	// prompt; at most MaxResourceBytes together (resources.go).
+	Resources []string `json:"resources,omitempty"`
 }
 
 // ParseTools splits a --tools flag value ("fs,bash.*") into entries.
@@ -207,6 +212,8 @@ type Node struct {
 	env  node.Env
 	opts Options // validated; APIKey and Headers unexpanded
 	tool *mcp.Tool
+	// resources are opts.Resources read (resources.go).
+	resources []resourceRef
 
 	// turn is held by the chat call in flight (one at a time, in order).
 	turn chan struct{}
@@ -236,7 +243,11 @@ func New(spec node.Spec, env node.Env) (node.Node, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
-	n := &Node{env: env, opts: opts, turn: make(chan struct{}, 1)}
+	refs, err := parseResources(opts.Resources, spec.ID)
+	if err != nil {
+		return nil, fmt.Errorf("llm node %q: %w", spec.ID, err)
+	}
+	n := &Node{env: env, opts: opts, resources: refs, turn: make(chan struct{}, 1)}
 	t := *chatTool
 	t.Description = fmt.Sprintf("Send a message to the model %s and get its answer. The conversation continues across calls.", opts.Model)
 	if len(opts.Tools) > 0 {
@@ -439,6 +450,9 @@ func (n *Node) Info() node.Info {
 	}
 	if n.opts.Code {
 		d["code"] = true
+	}
+	if len(n.opts.Resources) > 0 {
+		d["resources"] = n.opts.Resources
 	}
 	if len(n.opts.Headers) > 0 {
 		names := make([]string, 0, len(n.opts.Headers))

@@ -54,6 +54,9 @@ type usageData struct {
 type emitter struct {
 	mu  sync.Mutex
 	req *node.CallRequest
+	// system is the system prompt of this turn's requests: the node's,
+	// with its resources read at the turn's start (resources.go).
+	system string
 }
 
 func (e *emitter) emit(ev node.CallEvent) {
@@ -109,6 +112,12 @@ func (n *Node) chat(ctx context.Context, req *node.CallRequest, message string) 
 	defer func() { <-n.turn }()
 	n.interrupt.Store(false)
 
+	// The resources are read before the message joins the conversation:
+	// a turn that cannot have them is not taken.
+	system, err := n.turnSystem(ctx)
+	if err != nil {
+		return nil, err
+	}
 	n.mu.Lock()
 	client, runCtx := n.client, n.runCtx
 	if client == nil {
@@ -124,7 +133,7 @@ func (n *Node) chat(ctx context.Context, req *node.CallRequest, message string) 
 	stopWatch := context.AfterFunc(runCtx, cancel)
 	defer stopWatch()
 
-	em := &emitter{req: req}
+	em := &emitter{req: req, system: system}
 	for step := 1; ; step++ {
 		if step > n.opts.MaxSteps {
 			return stopped(fmt.Sprintf("stopped after %d steps without a final answer (--max-steps %d); say \"continue\" to let it go on, or raise --max-steps", n.opts.MaxSteps, n.opts.MaxSteps)), nil
@@ -177,7 +186,7 @@ func (n *Node) step(ctx context.Context, client provider.Client, em *emitter, st
 	msgs := n.fit(em, tools.bytes)
 	preq := &provider.Request{
 		Model:       n.opts.Model,
-		System:      n.opts.System,
+		System:      em.system,
 		Messages:    msgs,
 		Tools:       tools.tools,
 		Temperature: n.opts.Temperature,

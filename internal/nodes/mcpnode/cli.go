@@ -16,7 +16,7 @@ import (
 func CLI() *kindcli.Kind {
 	return &kindcli.Kind{
 		Kind:  Kind,
-		Usage: "node add mcp NAME [--env K=V] [--cwd DIR] [--url URL] [--header 'K: V'] [--transport stdio|http|sse] [--timeout D] [--start-timeout D] [--ping D|off] [--restart on-failure] [-- COMMAND ARGS...]",
+		Usage: "node add mcp NAME [--env K=V] [--cwd DIR] [--url URL] [--header 'K: V'] [--transport stdio|http|sse] [--timeout D] [--start-timeout D] [--ping D|off] [--restart on-failure] [--require-tools] [-- COMMAND ARGS...]",
 		Help: `An MCP server: a command after -- (stdio), or --url (streamable HTTP,
 or SSE). To add every server of a .mcp.json, see ` + "`nerve mcp import`" + `.
 
@@ -34,6 +34,7 @@ Examples:
 			{Name: "ping", Value: "DURATION|off", Usage: "ping an idle stdio server this often to find it hung (default 30s); off for a server that does not answer ping"},
 			{Name: "restart", Value: "on-failure", Values: []string{"on-failure"}, Usage: "come back from ERROR by itself, retrying with backoff (1s doubling to 1m)"},
 			{Name: "inherit-env", Usage: "give a stdio server nerve's whole environment instead of the safe list (PATH, HOME, ...) plus --env"},
+			{Name: "require-tools", Usage: "fail the start when the server's tools/list fails (without it the node runs with no tools and a warning in node info)"},
 		},
 		Options: cliOptions,
 		SignIn:  &kindcli.SignIn{Target: signInTarget, Logout: logout, Run: signIn},
@@ -96,6 +97,7 @@ func cliOptions(_ context.Context, in *kindcli.Input) (any, error) {
 		return o, kindcli.Usagef("--restart %q: the one policy is on-failure (leave the flag out for none)", r)
 	}
 	o.InheritEnv = f.Bool("inherit-env")
+	o.RequireTools = f.Bool("require-tools")
 	if p := f.Flag("ping"); p != "" {
 		if p != "off" {
 			if d, err := time.ParseDuration(p); err != nil || d <= 0 {

@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
-	"testing/iotest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -96,53 +93,6 @@ func TestRemoteNotificationsArriveBeforeTheResult(t *testing.T) {
 				if gotLogs != lines || gotProgress != lines {
 					t.Fatalf("call %d: %d log messages and %d progress notifications had reached the caller when the call returned, want %d of each", i+1, gotLogs, gotProgress, lines)
 				}
-			}
-		})
-	}
-}
-
-// TestGuardHandsOnEvents: the guard of an event stream gives onEvent the
-// data of each complete event of type "message" that may be a request or
-// notification, as the SSE framing defines it, before the line that ends
-// the event is handed on, and leaves the bytes unchanged.
-func TestGuardHandsOnEvents(t *testing.T) {
-	const note = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a"}}`
-	tests := []struct {
-		name string
-		in   string
-		want []string
-	}{
-		{"one line", "id: 1\ndata: " + note + "\n\n", []string{note}},
-		{"no space after the colon, CRLF", "data:" + note + "\r\n\r\n", []string{note}},
-		{"type message", "event: message\ndata: " + note + "\n\n", []string{note}},
-		{"another type", "event: endpoint\ndata: " + note + "\n\n", nil},
-		{"lines joined", "data: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"x\"}\n\n", []string{"{\"jsonrpc\":\"2.0\",\n\"method\":\"x\"}"}},
-		{"a result is not kept", "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n", nil},
-		{"priming event, comment, retry", ": ok\nid: 5\nretry: 10\ndata:\n\n", nil},
-		{"unfinished at the end", "data: " + note + "\n", nil},
-		{"two events", "data: " + note + "\n\nevent: close\nretry: 10\n\ndata: " + note + "\n\n", []string{note, note}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			g := newGuard(iotest.OneByteReader(strings.NewReader(tt.in)), 3000, true, func(*overLimit) []byte { return nil })
-			g.onEvent = func(data []byte) {
-				// The empty line that ends the event is not handed on yet.
-				if out := string(g.out); strings.HasSuffix(strings.ReplaceAll(out, "\r", ""), "\n\n") {
-					t.Errorf("event handed on before onEvent saw it: %q", out)
-				}
-				got = append(got, string(data))
-			}
-			g.rbuf = make([]byte, 16)
-			out, err := io.ReadAll(g)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(out) != tt.in {
-				t.Errorf("handed on %q, want it unchanged", out)
-			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("onEvent got %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -30,6 +30,7 @@ func TestBadmcpFaults(t *testing.T) {
 		name       string
 		flags      []string
 		cfg        func(*config)
+		opts       string // the node's options, if not the default
 		call       string // a tool to call once started; "" for none
 		startFails bool
 		want       []string // in the ERROR reason (and the failed call or start)
@@ -56,8 +57,9 @@ func TestBadmcpFaults(t *testing.T) {
 				"--start-timeout 5m (option start_timeout)", "| child pid "},
 		},
 		{
-			name:       "tools/list fails during start",
+			name:       "tools/list fails during start, tools required",
 			flags:      []string{"--mode", "list-error", "--spawn-child"},
+			opts:       `{"transport":"stdio","require_tools":true}`,
 			startFails: true,
 			want: []string{"the server answered initialize, but listing its tools (tools/list) failed during start: tools unavailable: database locked",
 				"(internal error: the server failed while handling it; code -32603)"},
@@ -95,7 +97,11 @@ func TestBadmcpFaults(t *testing.T) {
 			}
 			goodPid := serverPid(good)
 
-			bad, err := s.Add(ctx, stdioSpec("bad", badmcp(t, tt.flags...)))
+			spec := stdioSpec("bad", badmcp(t, tt.flags...))
+			if tt.opts != "" {
+				spec.Options = json.RawMessage(tt.opts)
+			}
+			bad, err := s.Add(ctx, spec)
 			if tt.startFails {
 				if err == nil {
 					t.Fatal("Start succeeded, want it to fail")

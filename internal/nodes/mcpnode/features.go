@@ -36,12 +36,9 @@ func (n *Node) discover(ctx context.Context, c *conn, what uint32) error {
 		caps = &mcp.ServerCapabilities{}
 	}
 	if what&listTools != 0 {
-		var tools []*mcp.Tool
-		if caps.Tools != nil {
-			var err error
-			if tools, err = collect(c.cs.Tools(ctx, nil)); err != nil {
-				return &listError{err: err}
-			}
+		tools, err := n.listTools(ctx, c, caps.Tools != nil) // listing.go
+		if err != nil {
+			return err
 		}
 		index := make(map[string]*mcp.Tool, len(tools))
 		for _, t := range tools {

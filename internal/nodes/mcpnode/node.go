@@ -130,6 +130,8 @@ type Node struct {
 	restartDone   chan struct{}
 	restarts      int
 	failStreak    int
+	toolsNote     string    // the tools capability, when the server did not declare it (listing.go)
+	toolsWarning  string    // tools/list failed at start; the node runs without tools (listing.go)
 	catalogued    bool      // the lists come from (or were saved to) catalog.json
 	catalogSaved  time.Time // when the catalogue was written
 	onUpdated     func(uri string)
@@ -260,6 +262,9 @@ func (n *Node) startLocked(ctx context.Context) error {
 			}
 			return fmt.Errorf("starting node %q: %w", n.ID(), errStoppedDuringStart)
 		}
+		if n.server.Source != nil {
+			err = fmt.Errorf("%w\nfrom %s", err, n.server.Source)
+		}
 		n.Machine.To(node.Error, err.Error())
 		return err
 	}
@@ -385,14 +390,20 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 		n.closeSession(ctx, c)
 		return nil, fmt.Errorf("node %s's server is nerve's own endpoint of node %s: a node reached through nerve can call back into nerve without end (a graph that called itself this way ran 9,980 calls deep) — call that node directly as @%s, and remove this one with `nerve node rm %s`", n.ID(), target, target, n.ID())
 	}
+	keep := false
 	if err := n.discover(sctx, c, listTools|listResources|listPrompts); err != nil {
-		return fail(err)
+		if keep = n.keepWithoutTools(err); !keep { // listing.go
+			return fail(err)
+		}
+		_ = n.discover(sctx, c, listResources|listPrompts)
 	}
 	n.mu.Lock()
 	n.conn = c
 	n.initResult = cs.InitializeResult()
 	n.mu.Unlock()
-	n.saveCatalog()
+	if !keep {
+		n.saveCatalog() // not a failed listing's empty one
+	}
 	return c, nil
 }
 
@@ -409,6 +420,12 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 	if len(n.opts.Roots) > 0 {
 		caps.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
+	// Both modes of elicitation (2025-11-25): a URL-mode request goes
+	// where a form goes (Hooks.Elicit), and whoever answers shows the URL
+	// and waits for the person (the Commander, a graph's ask: step's
+	// asker), or passes it to an MCP client that declared URL mode (nerve
+	// mcp serve); issue 27.
+	caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
 	return mcp.NewClient(impl, &mcp.ClientOptions{
 		Capabilities: caps,
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -416,6 +433,11 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return n.elicit(ctx, c, req.Params)
+		},
+		ElicitationCompleteHandler: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			if req.Params != nil {
+				n.log.Info("the server says a URL elicitation is complete", zap.String("elicitation", req.Params.ElicitationID))
+			}
 		},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { c.requestRefresh(listTools) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { c.requestRefresh(listResources) },
@@ -536,7 +558,7 @@ func (n *Node) watch(c *conn) {
 	if c.proc != nil {
 		c.proc.shutdown()
 	}
-	msg := n.explain(err, c.proc, false, false)
+	msg := n.withSource(n.explain(err, c.proc, false, false)) // listing.go
 	c.fault = errors.New(msg)
 	c.cancel()
 	close(c.done)
@@ -740,7 +762,8 @@ func (n *Node) Info() node.Info {
 	if st := n.State(); (st == node.Created || st == node.Stopped) && n.startsLazilyLocked() {
 		d["lazy"] = true
 	}
-	n.pingInfoLocked(d) // ping.go
+	n.pingInfoLocked(d)    // ping.go
+	n.listingInfoLocked(d) // listing.go
 	d["resources"] = len(n.resources)
 	d["resource_templates"] = len(n.templates)
 	d["prompts"] = len(n.prompts)

@@ -76,9 +76,9 @@ func (p *process) transport(maxLine int, log *zap.Logger) mcp.Transport {
 	if maxLine <= 0 {
 		maxLine = DefaultMaxMessage
 	}
-	g := newGuard(p.stdout, maxLine, false, func(o *overLimit) []byte {
-		log.Warn("refused a message from the server", zap.String("reason", o.reason()), zap.ByteString("id", o.id), zap.Bool("server_request", o.isCall))
-		if !o.isCall {
+	g := newGuard(p.stdout, maxLine, false, func(o overLimit) []byte {
+		log.Warn("refused a message from the server", zap.String("reason", o.reason()), zap.ByteString("id", o.ID), zap.Bool("server_request", o.HasMethod))
+		if !o.HasMethod {
 			return o.errorResponse() // nil when its id is unknown: dropped
 		}
 		if resp := o.errorResponse(); resp != nil {
@@ -87,7 +87,7 @@ func (p *process) transport(maxLine int, log *zap.Logger) mcp.Transport {
 			p.answer(append(resp, '\n'))
 		}
 		return nil
-	})
+	}, nil)
 	return &mcp.IOTransport{Reader: readCloser{g, p.stdout}, Writer: stdinCloser{p}, MaxLineLength: 2*maxLine + 1<<20}
 }
 

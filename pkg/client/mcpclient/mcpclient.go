@@ -73,18 +73,12 @@ type ToolEntry struct {
 	MCPTool *mcp.Tool `json:"tool"`
 }
 
-// Toolset returns every tool of every ready node, as node.tool.
+// Toolset returns every tool of every node, whatever its state, as
+// node.tool; the daemon answers at once (a node that is starting is listed
+// from its catalogue).
 func Toolset(ctx context.Context, s *client.Session) ([]ToolEntry, error) {
 	var tools []ToolEntry
 	err := s.Do(ctx, http.MethodGet, "/tools", nil, &tools)
-	return tools, err
-}
-
-// ToolsetNow is Toolset without waiting for nodes that are starting (the
-// daemon waits for them, up to 30 s, in Toolset).
-func ToolsetNow(ctx context.Context, s *client.Session) ([]ToolEntry, error) {
-	var tools []ToolEntry
-	err := s.Do(ctx, http.MethodGet, "/tools?now=1", nil, &tools)
 	return tools, err
 }
 
