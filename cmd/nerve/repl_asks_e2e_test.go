@@ -117,8 +117,16 @@ func TestREPLAnswersServerRequests(t *testing.T) {
 
 // TestREPLSamplingNode: with --sampling-node, an llm node (on the scripted
 // OpenAI server) answers a sampling request after the person consents,
-// and the person sends its answer on.
+// and the person sends its answer on — from a server of MCP 2026-07-28
+// (input_required) and of 2025-11-25 (a request in the middle of the
+// call) alike.
 func TestREPLSamplingNode(t *testing.T) {
+	for _, protocol := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(protocol, func(t *testing.T) { replSamplingNode(t, protocol) })
+	}
+}
+
+func replSamplingNode(t *testing.T, protocol string) {
 	model := llmserver.Turn{Text: "Paris.", Check: func(r *llmserver.Request) error {
 		if got := r.Last().Text(); got != "What is the capital of France?" {
 			return fmt.Errorf("the model was sent %q; want the server's question", got)
@@ -137,7 +145,7 @@ func TestREPLSamplingNode(t *testing.T) {
 	term := repl(t, t.TempDir(), "--embedded", "--sampling-node", "gpt")
 	term.Line(":node add llm gpt --base-url " + srv.URL + " --model scripted-model")
 	term.WaitFor("llm gpt is READY", 10*time.Second)
-	term.Line(":node add mcp fx -- " + mcpserver)
+	term.Line(":node add mcp fx --protocol " + protocol + " -- " + mcpserver)
 	term.WaitFor("mcp fx is READY", 20*time.Second)
 
 	term.Line(`@fx sample {"prompt": "What is the capital of France?"}`)

@@ -395,9 +395,13 @@ func isTerminal(r io.Reader) bool {
 func showCallLine(env *Env, steps *callview.Steps, nodeID string, l api.CallLine) {
 	switch l.Kind {
 	case node.EventProgress:
-		if l.Total > 0 {
+		switch {
+		case l.Total > 0:
 			fmt.Fprintf(env.Stderr, "@%s: %.0f/%.0f %s\n", nodeID, l.Progress, l.Total, l.Message)
-		} else {
+		case l.Progress == 0 && l.Message != "":
+			// A status without a number (a task's: "task ID working").
+			fmt.Fprintf(env.Stderr, "@%s: %s\n", nodeID, l.Message)
+		default:
 			fmt.Fprintf(env.Stderr, "@%s: %v %s\n", nodeID, l.Progress, l.Message)
 		}
 	case node.EventLog:

@@ -434,6 +434,9 @@ func (g *attachGroup) callsEnded() int64 {
 // before the server even hears of the cancellation); anything else is the
 // server's own decision.
 func (g *attachGroup) withdrawnWhy(ctx context.Context, start time.Time, ended int64) string {
+	if errors.Is(context.Cause(ctx), node.ErrCallEnded) {
+		return "the call ended" // the node knows: the request came of the call
+	}
 	if errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
 		d := time.Since(start)
 		if dl, ok := ctx.Deadline(); ok {

@@ -35,6 +35,10 @@ type Options struct {
 	// Ping is how often an idle stdio server is pinged to find it hung: a
 	// duration, or "off"; empty means the mcp kind's default (30 s).
 	Ping string `json:"ping,omitempty"`
+	// Protocol is the MCP protocol version the node speaks: "auto" (or
+	// empty: the newest both sides speak, found as the mcp kind
+	// negotiates), or a version to ask for ("2025-11-25", "2026-07-28").
+	Protocol string `json:"protocol,omitempty"`
 	// Roots are the folders offered to the server as MCP roots.
 	Roots []string `json:"roots,omitempty"`
 	// Restart is the node's restart policy (defined by the mcp node kind).
@@ -81,11 +85,36 @@ type OAuth struct {
 	// RedirectURL is where the authorization server sends the browser
 	// back; empty means the mcp node kind's default.
 	RedirectURL string `json:"redirect_url,omitempty"`
-	// Grant is "authorization_code" (the default: a person signs in) or
+	// Grant is "authorization_code" (the default: a person signs in),
 	// "client_credentials" (machines and CI: ClientID and ClientSecret,
 	// or ClientID and a private key, get the token, nobody signs in; the
-	// OAuth client-credentials extension, SEP-1046).
+	// OAuth client-credentials extension, SEP-1046), "jwt_bearer" (a
+	// workload's identity: the JWT its platform gives it is the grant,
+	// RFC 7523; SEP-1933) or "enterprise" (enterprise-managed
+	// authorization, SEP-990: the person's ID token at the enterprise's
+	// identity provider is exchanged for the grant).
 	Grant string `json:"grant,omitempty"`
+	// Assertion and AssertionFile are the JWT of grant jwt_bearer: the
+	// text itself (usually "${ACTIONS_ID_TOKEN}"), or the absolute path
+	// of a file that holds it, read again at each token request (a
+	// Kubernetes projected service account token is renewed there).
+	Assertion     string `json:"assertion,omitempty"`
+	AssertionFile string `json:"assertion_file,omitempty"`
+	// IdPIssuer, IdPClientID and IdPClientSecret are the enterprise
+	// identity provider of grant enterprise and nerve's client there (a
+	// public client without a secret); ClientID and ClientSecret are
+	// nerve's client at the MCP server's authorization server.
+	IdPIssuer       string `json:"idp_issuer,omitempty"`
+	IdPClientID     string `json:"idp_client_id,omitempty"`
+	IdPClientSecret string `json:"idp_client_secret,omitempty"`
+	// IdPTokenEndpoint is the identity provider's token endpoint, where
+	// the ID token is exchanged; empty: found in its metadata (which the
+	// Go SDK reads only from a provider that offers PKCE).
+	IdPTokenEndpoint string `json:"idp_token_endpoint,omitempty"`
+	// IDToken is the person's ID token for grant enterprise, when one is
+	// at hand ("${ID_TOKEN}"); without it the person signs in to the
+	// identity provider in a browser (`nerve node auth`).
+	IDToken string `json:"id_token,omitempty"`
 	// PrivateKey and PrivateKeyFile are the client's private key, PEM
 	// (PKCS #8, SEC 1 or PKCS #1), for client_credentials with
 	// private_key_jwt client authentication (RFC 7523): the PEM text
@@ -232,8 +261,18 @@ func (o *OAuth) check() error {
 	}
 	key := o.PrivateKey != "" || o.PrivateKeyFile != ""
 	switch {
-	case o.Grant != "" && o.Grant != "authorization_code" && o.Grant != "client_credentials":
-		return fmt.Errorf("oauth grant %q: use authorization_code (a person signs in) or client_credentials (client_id with client_secret or a private key, no person)", o.Grant)
+	case !slices.Contains([]string{"", "authorization_code", "client_credentials", "jwt_bearer", "enterprise"}, o.Grant):
+		return fmt.Errorf("oauth grant %q: use authorization_code (a person signs in), client_credentials (client_id with client_secret or a private key, no person), jwt_bearer (a workload's JWT) or enterprise (the enterprise's identity provider)", o.Grant)
+	case o.Grant == "jwt_bearer" && (o.Assertion == "") == (o.AssertionFile == ""):
+		return fmt.Errorf("oauth grant jwt_bearer needs the workload's JWT: assertion (e.g. \"${ACTIONS_ID_TOKEN}\") or assertion_file (an absolute path), one of them")
+	case (o.Assertion != "" || o.AssertionFile != "") && o.Grant != "jwt_bearer":
+		return fmt.Errorf("oauth assertion and assertion_file are for \"grant\": \"jwt_bearer\"; add it")
+	case o.AssertionFile != "" && !strings.HasPrefix(o.AssertionFile, "$") && !filepath.IsAbs(o.AssertionFile):
+		return fmt.Errorf("oauth assertion_file %q must be an absolute path (or start with a ${VAR} such as ${HOME})", o.AssertionFile)
+	case o.Grant == "enterprise" && (o.IdPIssuer == "" || o.IdPClientID == "" || o.ClientID == ""):
+		return fmt.Errorf("oauth grant enterprise needs idp_issuer and idp_client_id (nerve's client at the identity provider) and client_id (its client at the MCP server's authorization server)")
+	case (o.IdPIssuer != "" || o.IdPClientID != "" || o.IdPClientSecret != "" || o.IdPTokenEndpoint != "" || o.IDToken != "") && o.Grant != "enterprise":
+		return fmt.Errorf("oauth idp_issuer, idp_client_id, idp_client_secret, idp_token_endpoint and id_token are for \"grant\": \"enterprise\"; add it")
 	case o.Grant == "client_credentials" && (o.ClientID == "" || credentials == 0):
 		return fmt.Errorf("oauth grant client_credentials needs client_id and client_secret (e.g. \"client_secret\": \"${MY_SECRET}\"), or client_id and private_key or private_key_file")
 	case credentials > 1:

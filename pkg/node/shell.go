@@ -38,6 +38,12 @@ func ShellParamsOf(meta map[string]any) ShellParams {
 // one attached could answer: no Commander, no MCP client that supports it.
 var ErrNoOneToAsk = errors.New("no one is attached to answer this request; it was declined")
 
+// ErrCallEnded is the cause of the context of a request for a person that
+// arose from a call (a server's input_required, a task waiting for input)
+// once that call ended — cancelled, interrupted, timed out — so whoever
+// asked can say so: the question is withdrawn because its call ended.
+var ErrCallEnded = errors.New("the call ended")
+
 type askedKey struct{}
 
 // WithAsked returns ctx with told, which whoever puts ctx's request for a

@@ -25,14 +25,14 @@ import (
 // here runs in the same process and is counted).
 func BenchmarkCallOverhead(b *testing.B) {
 	ctx := context.Background()
-	raw := func(b *testing.B, progress bool) {
+	raw := func(b *testing.B, progress bool, version string) {
 		st, ct := mcp.NewInMemoryTransports()
 		ss, err := newTestServer().Connect(ctx, st, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer ss.Close()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "raw"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "raw"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -53,10 +53,22 @@ func BenchmarkCallOverhead(b *testing.B) {
 		}
 		cpu(b)
 	}
-	b.Run("raw-sdk", func(b *testing.B) { raw(b, false) })
-	b.Run("raw-sdk-progress", func(b *testing.B) { raw(b, true) })
-	b.Run("node", func(b *testing.B) {
-		n, err := newNode(node.Spec{ID: "bench", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://x.invalid/"}`)}, node.Env{}, inMemory(b))
+	b.Run("raw-sdk", func(b *testing.B) { raw(b, false, LegacyProtocol) })
+	b.Run("raw-sdk-progress", func(b *testing.B) { raw(b, true, LegacyProtocol) })
+	b.Run("node", func(b *testing.B) { nodeCalls(b, LegacyProtocol) })
+	// MCP 2026-07-28: every request carries its _meta (the protocol
+	// version, the client's name and capabilities), which the server
+	// reads; the node negotiates it with a server that speaks it.
+	b.Run("raw-sdk-progress-2026", func(b *testing.B) { raw(b, true, ModernProtocol) })
+	b.Run("node-2026", func(b *testing.B) { nodeCalls(b, ProtocolAuto) })
+}
+
+// nodeCalls is BenchmarkCallOverhead's echo call through a node of
+// protocol version (or auto) on the in-memory test server.
+func nodeCalls(b *testing.B, version string) {
+	ctx := context.Background()
+	{
+		n, err := newNode(node.Spec{ID: "bench", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://x.invalid/","protocol":"` + version + `"}`)}, node.Env{}, inMemory(b))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -70,7 +82,7 @@ func BenchmarkCallOverhead(b *testing.B) {
 			}
 		}
 		cpu(b)
-	})
+	}
 }
 
 // BenchmarkConnectStdio measures Start of a node whose server is a Go SDK

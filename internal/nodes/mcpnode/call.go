@@ -67,6 +67,15 @@ func (n *Node) CallTool(ctx context.Context, req *node.CallRequest) (*mcp.CallTo
 		}
 		res, err = n.callOnce(ctx, req)
 	}
+	if askedTheOldWay(res, err) && ctx.Err() == nil && n.speakLegacy(ctx) {
+		// A server written for 2025-11-25 asked for input in the middle
+		// of the call, which 2026-07-28 forbids, and failed it there;
+		// the node now speaks 2025-11-25 and the call is sent once more.
+		// A server of 2026-07-28 is made to run a handler again up to
+		// where it asks for input (input_required), so the first run
+		// did no more than a first round of that would have.
+		res, err = n.callOnce(ctx, req)
+	}
 	n.touch()
 	return res, err
 }
@@ -155,7 +164,7 @@ func (n *Node) callTimeout() time.Duration {
 func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.CallToolResult, error) {
 	token := "nerve-" + strconv.FormatInt(n.seq.Add(1), 10)
 	idle := n.callTimeout()
-	cctx, cancel := context.WithCancelCause(ctx)
+	cctx, cancel := context.WithCancelCause(context.WithValue(ctx, callKey{}, token))
 	defer cancel(nil)
 	// One timer serves both limits: it fires at the idle deadline (moved
 	// on by progress) or at the cap, whichever is first.
@@ -192,9 +201,18 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 	}
 	cctx, span := telemetry.MCPClient(cctx, n.ID(), req.Tool, n.server.URL)
 	params.Meta = telemetry.InjectMeta(cctx, params.Meta) // SEP-414; HTTP headers: httpClient
-	res, err := c.cs.CallTool(cctx, params)
-	span.EndCall(res != nil && res.IsError, err)
+	var res *mcp.CallToolResult
+	var err error
+	if !isModern(c.cs) && n.needsTask(req.Tool) {
+		res, err = callTaskV1(cctx, c.cs, params) // tasks.go
+	} else {
+		res, err = c.cs.CallTool(cctx, params)
+	}
+	span.EndCall(res != nil && res.IsError, err) // a task's polling is not under it
 	if err == nil {
+		if lt, ok := taskOf(res); ok {
+			return n.awaitTask(ctx, cctx, c, cl, lt)
+		}
 		return res, nil
 	}
 	if cctx.Err() != nil {
@@ -276,6 +294,20 @@ func (n *Node) cancelCalls(cause error) {
 	}
 }
 
+// alive is a sign of life of the call's server: progress, or a task
+// that answered tasks/get. It moves the idle deadline on, up to the cap.
+func (cl *call) alive() {
+	cl.timer.Reset(min(cl.idle, time.Until(cl.capAt)))
+}
+
+// needsTask reports whether tool must be called as a task of MCP
+// 2025-11-25 (its execution.taskSupport is "required").
+func (n *Node) needsTask(tool string) bool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return taskSupport(n.toolIndex[tool]) == "required"
+}
+
 func (n *Node) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	if req.Params != nil {
 		n.progress(req.Params)
@@ -293,7 +325,7 @@ func (n *Node) progress(p *mcp.ProgressNotificationParams) {
 	if cl == nil {
 		return
 	}
-	cl.timer.Reset(min(cl.idle, time.Until(cl.capAt))) // progress keeps a call alive, up to the cap
+	cl.alive() // progress keeps a call alive, up to the cap
 	cl.req.Emit(node.CallEvent{Kind: node.EventProgress, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 

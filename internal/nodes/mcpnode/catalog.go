@@ -27,6 +27,10 @@ type catalog struct {
 	Resources []*mcp.Resource         `json:"resources,omitempty"`
 	Templates []*mcp.ResourceTemplate `json:"resource_templates,omitempty"`
 	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
+	// Cache is what a server of 2026-07-28 said of each list's lifetime
+	// (ttlMs, cacheScope: listCache); a list past it is stale, read again
+	// at the next use while the server runs, and when it next starts.
+	Cache map[string]listCache `json:"cache,omitempty"`
 }
 
 func (n *Node) catalogPath() string {
@@ -59,6 +63,7 @@ func (n *Node) loadCatalog() {
 	n.tools, n.toolIndex = c.Tools, index
 	n.resources, n.templates, n.prompts = c.Resources, c.Templates, c.Prompts
 	n.initResult = c.Init
+	n.caches = c.Cache
 	n.catalogued, n.catalogSaved = true, c.Saved
 	n.mu.Unlock()
 }
@@ -72,6 +77,14 @@ func (n *Node) saveCatalog() {
 	}
 	n.mu.RLock()
 	c := catalog{Saved: time.Now().UTC(), Init: n.initResult, Tools: n.tools, Resources: n.resources, Templates: n.templates, Prompts: n.prompts}
+	for k, lc := range n.caches {
+		if lc.TTLMs > 0 || lc.Scope == "private" {
+			if c.Cache == nil {
+				c.Cache = map[string]listCache{}
+			}
+			c.Cache[k] = lc
+		}
+	}
 	n.mu.RUnlock()
 	if c.Tools == nil {
 		c.Tools = []*mcp.Tool{}
@@ -99,14 +112,24 @@ func (n *Node) saveCatalog() {
 	n.mu.Unlock()
 }
 
-// sameCatalog compares two catalogues but for the time they were saved.
+// sameCatalog compares two catalogues but for the times they were saved
+// and their lists fetched.
 func sameCatalog(a, b []byte) bool {
 	var x, y map[string]json.RawMessage
 	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 		return false
 	}
-	delete(x, "saved")
-	delete(y, "saved")
+	for _, m := range []map[string]json.RawMessage{x, y} {
+		delete(m, "saved")
+		var cache map[string]listCache
+		if json.Unmarshal(m["cache"], &cache) == nil && cache != nil {
+			for k, lc := range cache {
+				lc.Fetched = time.Time{}
+				cache[k] = lc
+			}
+			m["cache"], _ = json.Marshal(cache)
+		}
+	}
 	ja, _ := json.Marshal(x)
 	jb, _ := json.Marshal(y)
 	return string(ja) == string(jb)

@@ -16,7 +16,7 @@ import (
 func CLI() *kindcli.Kind {
 	return &kindcli.Kind{
 		Kind:  Kind,
-		Usage: "node add mcp NAME [--env K=V] [--cwd DIR] [--url URL] [--header 'K: V'] [--transport stdio|http|sse] [--timeout D] [--start-timeout D] [--ping D|off] [--restart on-failure] [--require-tools] [-- COMMAND ARGS...]",
+		Usage: "node add mcp NAME [--env K=V] [--cwd DIR] [--url URL] [--header 'K: V'] [--transport stdio|http|sse] [--timeout D] [--start-timeout D] [--ping D|off] [--protocol auto|2025-11-25|2026-07-28] [--restart on-failure] [--require-tools] [-- COMMAND ARGS...]",
 		Help: `An MCP server: a command after -- (stdio), or --url (streamable HTTP,
 or SSE). To add every server of a .mcp.json, see ` + "`nerve mcp import`" + `.
 
@@ -32,6 +32,7 @@ Examples:
 			{Name: "root", Value: "DIR", Usage: "folder offered to the server as an MCP root; with none, nerve offers no roots and the server keeps the folders on its command line", Repeat: true},
 			{Name: "start-timeout", Value: "DURATION", Usage: "bound on the server's start (connect, initialize, list), default 30s; e.g. 5m for an `npx -y` server's first run, which downloads it"},
 			{Name: "ping", Value: "DURATION|off", Usage: "ping an idle stdio server this often to find it hung (default 30s); off for a server that does not answer ping"},
+			{Name: "protocol", Value: "auto|2025-11-25|2026-07-28", Values: []string{ProtocolAuto, LegacyProtocol, ModernProtocol}, Usage: "the MCP version to speak: auto (default) asks server/discover, then initialize, and remembers the answer; a version pins it"},
 			{Name: "restart", Value: "on-failure", Values: []string{"on-failure"}, Usage: "come back from ERROR by itself, retrying with backoff (1s doubling to 1m)"},
 			{Name: "inherit-env", Usage: "give a stdio server nerve's whole environment instead of the safe list (PATH, HOME, ...) plus --env"},
 			{Name: "require-tools", Usage: "fail the start when the server's tools/list fails (without it the node runs with no tools and a warning in node info)"},
@@ -105,6 +106,14 @@ func cliOptions(_ context.Context, in *kindcli.Input) (any, error) {
 			}
 		}
 		o.Ping = p
+	}
+	if p := f.Flag("protocol"); p != "" {
+		if err := protocolOption(p, srv.Transport); err != nil {
+			return o, kindcli.Usagef("--%v", err)
+		}
+		if p != ProtocolAuto {
+			o.Protocol = p
+		}
 	}
 	if o.StartTimeout, err = kindcli.DurationOf(f, "start-timeout", "90s or 5m"); err != nil {
 		return o, err

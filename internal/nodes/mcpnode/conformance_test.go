@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
+	"github.com/nerve-dev/nerve/internal/testutil/gosdkfix"
 	"github.com/nerve-dev/nerve/internal/testutil/npmfix"
 )
 
@@ -59,16 +60,18 @@ func TestConformanceClientCore(t *testing.T) {
 // outside --suite core that nerve passes: the client-credentials
 // extension (machines and CI: oauth grant client_credentials, no person
 // signs in) with a client secret and with a private key
-// (private_key_jwt), and a server of MCP 2025-03-26, which
+// (private_key_jwt), a server of MCP 2025-03-26, which
 // predates protected resource metadata and names another issuer in the
-// authorization server metadata at its root.
+// authorization server metadata at its root, and enterprise-managed
+// authorization (SEP-990, oauth grant enterprise).
 func TestConformanceClientBeyondCore(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the conformance suite takes a few seconds")
 	}
 	suite := npmfix.Conformance(t)
 	client := testutil.BuildBinary(t, "./fixtures/conformance-client")
-	for _, scenario := range []string{"auth/client-credentials-basic", "auth/client-credentials-jwt", "auth/2025-03-26-oauth-metadata-backcompat"} {
+	for _, scenario := range []string{"auth/client-credentials-basic", "auth/client-credentials-jwt", "auth/2025-03-26-oauth-metadata-backcompat",
+		"auth/cross-app-access-complete-flow"} {
 		t.Run(scenario, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
@@ -80,6 +83,62 @@ func TestConformanceClientBeyondCore(t *testing.T) {
 				t.Fatalf("%s: %v\n%s", scenario, err, out)
 			}
 		})
+	}
+}
+
+// TestConformanceClientNewest runs every client scenario of the newest
+// suite (fixtures/conformance-next: protocol 2026-07-28 and the
+// extensions) against fixtures/conformance-client, and the same suite
+// against the Go SDK's own conformance client, built from the module
+// cache: nerve must pass every scenario the reference passes, and the
+// suite fails on any failure not in expected-failures-next.yml (and on a
+// listed one that passes). About 15 s.
+func TestConformanceClientNewest(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the conformance suite takes a few seconds")
+	}
+	suite := npmfix.ConformanceNext(t)
+	client := testutil.BuildBinary(t, "./fixtures/conformance-client")
+	reference := gosdkfix.EverythingClient(t)
+	baseline := filepath.Join(testutil.RepoRoot(t), "fixtures", "conformance-client", "expected-failures-next.yml")
+	run := func(cmd string, args ...string) (map[string]bool, string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		outDir := t.TempDir()
+		argv := append(suite[1:len(suite):len(suite)], "client", "--command", cmd, "--suite", "all", "-o", outDir)
+		c := exec.CommandContext(ctx, suite[0], append(argv, args...)...)
+		c.Dir = t.TempDir()
+		out, err := c.CombinedOutput()
+		summary := string(out)
+		if i := strings.Index(summary, "=== SUITE SUMMARY ==="); i >= 0 {
+			summary = summary[i:]
+		}
+		passed := map[string]bool{}
+		for _, line := range strings.Split(summary, "\n") {
+			if name, ok := strings.CutPrefix(line, "✓ "); ok {
+				name, _, _ = strings.Cut(name, ":")
+				passed[name] = true
+			}
+		}
+		if err != nil && onlyLateReconnect(t, outDir) {
+			passed["sse-retry"], err = true, nil
+		}
+		return passed, summary, err
+	}
+	got, summary, err := run(client, "--expected-failures", baseline)
+	t.Logf("nerve: %d scenarios passed\n%s", len(got), summary)
+	if err != nil {
+		t.Errorf("the suite failed for nerve: %v", err)
+	}
+	ref, refSummary, _ := run(reference)
+	t.Logf("the Go SDK's client: %d scenarios passed\n%s", len(ref), refSummary)
+	for name := range ref {
+		if !got[name] {
+			t.Errorf("scenario %s: the Go SDK's client passes it, nerve does not", name)
+		}
+	}
+	if len(got) <= len(ref) {
+		t.Errorf("nerve passed %d scenarios, the Go SDK's client %d: nerve is to be ahead", len(got), len(ref))
 	}
 }
 

@@ -2,6 +2,13 @@
 // MCP server — a child process over stdio, a streamable HTTP endpoint or a
 // legacy SSE endpoint — built on the official Go SDK client.
 //
+// A node speaks either era of MCP (protocol.go): 2026-07-28, stateless,
+// where a server asks for input with input_required results, or
+// 2025-11-25 and before, with initialize and requests from the server in
+// the middle of a call; the version is negotiated as the SDK does it and
+// remembered in the catalogue. A call its server turns into a task, in
+// either of the two shapes of tasks, is followed to its end (tasks.go).
+//
 // The node lists every tool of the server (all pages) and calls them
 // concurrently, each call with its own progress token, an idle timeout that
 // progress extends and an absolute cap. Resources, templates, prompts,

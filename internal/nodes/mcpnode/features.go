@@ -2,13 +2,15 @@ package mcpnode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"iter"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/nerve-dev/nerve/internal/syncs"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -16,15 +18,70 @@ import (
 // elicitation), so that such a request never hangs the server.
 const hookCap = 10 * time.Minute
 
-func collect[T any](seq iter.Seq2[*T, error]) ([]*T, error) {
-	var out []*T
-	for v, err := range seq {
-		if err != nil {
-			return out, err
+// listCache is what a server of 2026-07-28 said of how long a list may be
+// kept (SEP-2549): ttlMs and cacheScope of its pages (the shortest ttl;
+// private if any page is), and when nerve fetched it.
+type listCache struct {
+	TTLMs   int       `json:"ttl_ms"`
+	Scope   string    `json:"scope,omitempty"`
+	Fetched time.Time `json:"fetched"`
+}
+
+// stale reports whether the list has outlived the ttl its server gave. A
+// ttl of 0 is no guidance (servers before 2026-07-28 send none, and the
+// SDK cannot tell an absent ttl from 0): such a list is re-read when the
+// server says it changed, as before.
+func (lc listCache) stale(now time.Time) bool {
+	return lc.TTLMs > 0 && now.Sub(lc.Fetched) >= time.Duration(lc.TTLMs)*time.Millisecond
+}
+
+// cacheInfoLocked says, for node info, what the server said of keeping
+// its lists: "ttl 5m0s, private (stale)". n.mu is held.
+func (n *Node) cacheInfoLocked() map[string]string {
+	syncs.AssertRLocked(&n.mu)
+	out := map[string]string{}
+	now := time.Now()
+	for k, lc := range n.caches {
+		if lc.TTLMs <= 0 && lc.Scope != "private" {
+			continue
 		}
-		out = append(out, v)
+		var parts []string
+		if lc.TTLMs > 0 {
+			parts = append(parts, "ttl "+(time.Duration(lc.TTLMs)*time.Millisecond).String())
+		}
+		if lc.Scope != "" {
+			parts = append(parts, lc.Scope)
+		}
+		v := strings.Join(parts, ", ")
+		if lc.stale(now) {
+			v += " (stale)"
+		}
+		out[k] = v
 	}
-	return out, nil
+	return out
+}
+
+// listAll reads every page of a list, and what its pages said of caching.
+func listAll[T any, R mcp.CacheableResult](ctx context.Context, list func(context.Context, string) (R, error), items func(R) ([]*T, string)) ([]*T, listCache, error) {
+	var out []*T
+	lc := listCache{Fetched: time.Now()}
+	cursor := ""
+	for first := true; first || cursor != ""; first = false {
+		res, err := list(ctx, cursor)
+		if err != nil {
+			return out, lc, err
+		}
+		if ttl := res.GetTTLMs(); first || ttl < lc.TTLMs {
+			lc.TTLMs = ttl
+		}
+		if sc := res.GetCacheScope(); sc == "private" || lc.Scope == "" {
+			lc.Scope = sc
+		}
+		page, next := items(res)
+		out = append(out, page...)
+		cursor = next
+	}
+	return out, lc, nil
 }
 
 // discover lists what the server offers (every page) and stores it. Only
@@ -35,10 +92,15 @@ func (n *Node) discover(ctx context.Context, c *conn, what uint32) error {
 	if caps == nil {
 		caps = &mcp.ServerCapabilities{}
 	}
+	cs := c.cs
+	caches := map[string]listCache{}
 	if what&listTools != 0 {
-		tools, err := n.listTools(ctx, c, caps.Tools != nil) // listing.go
+		tools, lc, err := n.listTools(ctx, c, caps.Tools != nil) // listing.go
 		if err != nil {
 			return err
+		}
+		if lc != nil {
+			caches["tools"] = *lc
 		}
 		index := make(map[string]*mcp.Tool, len(tools))
 		for _, t := range tools {
@@ -53,11 +115,22 @@ func (n *Node) discover(ctx context.Context, c *conn, what uint32) error {
 		var tmpl []*mcp.ResourceTemplate
 		if caps.Resources != nil {
 			var err error
-			if res, err = collect(c.cs.Resources(ctx, nil)); err != nil {
+			var lc listCache
+			if res, lc, err = listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListResourcesResult, error) {
+				return cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
+			}, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return r.Resources, r.NextCursor }); err != nil {
 				n.log.Warn("listing resources", zap.Error(err))
+			} else {
+				caches["resources"] = lc
 			}
-			if tmpl, err = collect(c.cs.ResourceTemplates(ctx, nil)); err != nil {
+			if tmpl, lc, err = listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListResourceTemplatesResult, error) {
+				return cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
+			}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
+				return r.ResourceTemplates, r.NextCursor
+			}); err != nil {
 				n.log.Warn("listing resource templates", zap.Error(err))
+			} else {
+				caches["resource_templates"] = lc
 			}
 		}
 		n.mu.Lock()
@@ -68,15 +141,66 @@ func (n *Node) discover(ctx context.Context, c *conn, what uint32) error {
 		var prompts []*mcp.Prompt
 		if caps.Prompts != nil {
 			var err error
-			if prompts, err = collect(c.cs.Prompts(ctx, nil)); err != nil {
+			var lc listCache
+			if prompts, lc, err = listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListPromptsResult, error) {
+				return cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cur})
+			}, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return r.Prompts, r.NextCursor }); err != nil {
 				n.log.Warn("listing prompts", zap.Error(err))
+			} else {
+				caches["prompts"] = lc
 			}
 		}
 		n.mu.Lock()
 		n.prompts = prompts
 		n.mu.Unlock()
 	}
+	n.mu.Lock()
+	if n.caches == nil {
+		n.caches = map[string]listCache{}
+	}
+	for k, v := range caches {
+		n.caches[k] = v
+	}
+	n.mu.Unlock()
 	return nil
+}
+
+// refreshIfStale is refreshStale for the running connection, if any.
+func (n *Node) refreshIfStale() {
+	n.mu.RLock()
+	c := n.conn
+	n.mu.RUnlock()
+	if c != nil {
+		n.refreshStale(c)
+	}
+}
+
+// refreshStale asks the refresher to read again the lists of c whose ttl
+// has passed (listCache), once per expiry: the caller gets the lists as
+// they are, the next one the fresh ones.
+func (n *Node) refreshStale(c *conn) {
+	now := time.Now()
+	var what uint32
+	n.mu.Lock()
+	for k, lc := range n.caches {
+		if !lc.stale(now) {
+			continue
+		}
+		switch k {
+		case "tools":
+			what |= listTools
+		case "resources", "resource_templates":
+			what |= listResources
+		case "prompts":
+			what |= listPrompts
+		}
+		lc.Fetched = now // not again until this refresh is done or fails
+		n.caches[k] = lc
+	}
+	n.mu.Unlock()
+	if what != 0 {
+		c.requestRefresh(what)
+	}
 }
 
 // refresher re-lists what the server said changed (list_changed
@@ -89,18 +213,28 @@ func (n *Node) refresher(c *conn) {
 		case <-c.refresh:
 		}
 		what := c.pending.Swap(0)
+		before := n.lists()
 		ctx, cancel := context.WithTimeout(c.ctx, n.cfg.startTimeout)
 		err := n.discover(ctx, c, what)
 		cancel()
 		if err != nil {
-			n.log.Warn("refreshing after list_changed", zap.Error(err))
+			n.log.Warn("listing again (list_changed, or a ttl that passed)", zap.Error(err))
 			continue
 		}
 		n.saveCatalog()
-		if n.env.OnToolsChanged != nil {
+		if n.env.OnToolsChanged != nil && n.lists() != before {
 			n.env.OnToolsChanged()
 		}
 	}
+}
+
+// lists is the server's lists as JSON, to tell whether a listing changed
+// them.
+func (n *Node) lists() string {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	b, _ := json.Marshal([]any{n.tools, n.resources, n.templates, n.prompts})
+	return string(b)
 }
 
 // session returns the live client session, or an error naming the state.
@@ -117,6 +251,7 @@ func (n *Node) session() (*mcp.ClientSession, error) {
 // Resources returns the server's resources (every page, as of the last
 // listing). The slice must not be modified.
 func (n *Node) Resources() []*mcp.Resource {
+	n.refreshIfStale()
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return n.resources
@@ -124,6 +259,7 @@ func (n *Node) Resources() []*mcp.Resource {
 
 // ResourceTemplates returns the server's resource templates.
 func (n *Node) ResourceTemplates() []*mcp.ResourceTemplate {
+	n.refreshIfStale()
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return n.templates
@@ -131,6 +267,7 @@ func (n *Node) ResourceTemplates() []*mcp.ResourceTemplate {
 
 // Prompts returns the server's prompts.
 func (n *Node) Prompts() []*mcp.Prompt {
+	n.refreshIfStale()
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return n.prompts
@@ -209,22 +346,33 @@ func (n *Node) OnResourceUpdated(f func(uri string)) {
 }
 
 // SetLoggingLevel sets the lowest level of log messages the server sends
-// ("debug", "info", "notice", "warning", "error", …).
+// ("debug", "info", "notice", "warning", "error", …). A server of
+// 2026-07-28 has no logging/setLevel: it gets the level in the _meta of
+// every request nerve sends it from now on (protocol.go).
 func (n *Node) SetLoggingLevel(ctx context.Context, level string) error {
 	cs, err := n.session()
 	if err != nil {
 		return err
 	}
-	return cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)})
+	if isModern(cs) {
+		n.logLevel.Store(&level)
+		return nil
+	}
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: mcp.LoggingLevel(level)}); err != nil {
+		return err
+	}
+	n.logLevel.Store(&level)
+	return nil
 }
 
-// Ping checks the server answers: a health check.
+// Ping checks the server answers: a health check (ping.go says how for
+// each era).
 func (n *Node) Ping(ctx context.Context) error {
 	cs, err := n.session()
 	if err != nil {
 		return err
 	}
-	return cs.Ping(ctx, nil)
+	return ping(ctx, cs)
 }
 
 // Instructions returns the server's instructions from initialize.
@@ -277,8 +425,22 @@ func (n *Node) StderrTail() []string {
 	return r.Lines()
 }
 
-// hookCtx is ctx, ended too when the connection ends or after hookCap.
+// callKey marks the context of a call (call.go): a request for a person
+// made in it (input_required, a task's input) arose from that call.
+type callKey struct{}
+
+// hookCtx is ctx, ended too when the connection ends or after hookCap. A
+// request that arose from a call ends with it, with node.ErrCallEnded as
+// the cause, so whoever was asked can say why it was withdrawn.
 func hookCtx(ctx context.Context, c *conn) (context.Context, context.CancelFunc) {
+	if ctx.Value(callKey{}) != nil {
+		call := ctx
+		cctx, cancelCall := context.WithCancelCause(context.WithoutCancel(call))
+		stopCall := context.AfterFunc(call, func() { cancelCall(node.ErrCallEnded) })
+		ctx, cancel := context.WithTimeout(cctx, hookCap)
+		stop := context.AfterFunc(c.ctx, cancel)
+		return ctx, func() { stop(); cancel(); stopCall(); cancelCall(nil) }
+	}
 	ctx, cancel := context.WithTimeout(ctx, hookCap)
 	stop := context.AfterFunc(c.ctx, cancel)
 	return ctx, func() { stop(); cancel() }

@@ -63,17 +63,29 @@ func (o overLimit) errorResponse() []byte {
 // answer to one of nerve's requests becomes a JSON-RPC error for its id
 // (refused's choice), so that the call fails and the connection lives on.
 // Everything else passes unchanged, garbage included: the SDK reports it
-// as before. onEvent, if set, is msglimit.Options.OnEvent (SSE).
-func newGuard(r io.Reader, limit int, sse bool, refused func(overLimit) []byte, onEvent func([]byte)) *msglimit.Reader {
-	return msglimit.NewReader(r, &msglimit.Options{Limit: limit, SSE: sse, OnEvent: onEvent, Refused: func(o *msglimit.Refused) []byte {
+// as before. onEvent, if set, is msglimit.Options.OnEvent (SSE); check,
+// if set, msglimit.Options.Check.
+func newGuard(r io.Reader, limit int, sse bool, refused func(overLimit) []byte, onEvent func([]byte), check func([]byte) []byte) *msglimit.Reader {
+	return msglimit.NewReader(r, &msglimit.Options{Limit: limit, SSE: sse, OnEvent: onEvent, Check: check, Refused: func(o *msglimit.Refused) []byte {
 		return refused(overLimit{o})
 	}})
+}
+
+// liftCheck is liftMessage as a msglimit check: what the SDK would drop
+// of tasks is kept in _meta (tasks.go); the stdio framing does the same
+// in tapConn.
+func liftCheck(msg []byte) []byte {
+	if out := liftMessage(msg); out != nil {
+		return out
+	}
+	return msg
 }
 
 // guardTransport bounds what an HTTP server sends: each response body that
 // carries MCP messages (application/json, text/event-stream) is read
 // through a guard, so a message over the limits fails its own request and
-// the session lives on, as for stdio.
+// the session lives on, as for stdio; and keeps what the SDK would drop
+// of tasks (liftCheck).
 //
 // It also taps the event streams: each request or notification of the
 // server's in an SSE event goes to tap before the SDK can read on, so the
@@ -111,7 +123,7 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil // a request of the server's: dropped (it times out there)
 			}
 			return o.errorResponse()
-		}, onEvent)
+		}, onEvent, liftCheck)
 		if !sse {
 			resp.ContentLength = -1 // the guard may change it
 			resp.Header.Del("Content-Length")

@@ -113,7 +113,7 @@ func TestGuard(t *testing.T) {
 			g := newGuard(iotest.OneByteReader(strings.NewReader(tt.in)), 3000, tt.sse, func(o overLimit) []byte {
 				refused = append(refused, o.reason())
 				return o.errorResponse()
-			}, nil)
+			}, nil, nil)
 			out, err := io.ReadAll(g)
 			if err != nil {
 				t.Fatal(err)

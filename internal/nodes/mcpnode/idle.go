@@ -56,7 +56,8 @@ func (n *Node) idleStop() {
 
 // Sync starts the node if it is not running, lists everything its server
 // offers into the catalogue, and stops it again if it was not running
-// (`nerve node sync`).
+// (`nerve node sync`). Such a start negotiates the protocol afresh, as
+// the server may have been upgraded since the catalogue was written.
 func (n *Node) Sync(ctx context.Context) error {
 	n.lifeMu.Lock()
 	defer n.lifeMu.Unlock()
@@ -76,6 +77,8 @@ func (n *Node) Sync(ctx context.Context) error {
 	if st := n.State(); st == node.Error {
 		_ = n.stopLocked(ctx)
 	}
+	n.legacy.Store(false)
+	n.probeNext.Store(true)
 	if err := n.startLocked(ctx); err != nil {
 		return fmt.Errorf("syncing node %q: %w", n.ID(), err)
 	}

@@ -26,30 +26,36 @@ import (
 // offer, and the start must not wait its whole timeout for that.
 const undeclaredWait = 5 * time.Second
 
-// listTools lists the server's tools on connection c; declared says the
-// server declared the tools capability. It also sets what node info says
-// of the listing (toolsNote).
-func (n *Node) listTools(ctx context.Context, c *conn, declared bool) ([]*mcp.Tool, error) {
+// listTools lists the server's tools on connection c, and what its pages
+// said of caching (nil: no list); declared says the server declared the
+// tools capability. It also sets what node info says of the listing
+// (toolsNote).
+func (n *Node) listTools(ctx context.Context, c *conn, declared bool) ([]*mcp.Tool, *listCache, error) {
+	list := func(ctx context.Context) ([]*mcp.Tool, listCache, error) {
+		return listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListToolsResult, error) {
+			return c.cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cur})
+		}, func(r *mcp.ListToolsResult) ([]*mcp.Tool, string) { return r.Tools, r.NextCursor })
+	}
 	if declared {
-		tools, err := collect(c.cs.Tools(ctx, nil))
+		tools, lc, err := list(ctx)
 		if err != nil {
-			return nil, &listError{err: err}
+			return nil, nil, &listError{err: err}
 		}
 		n.mu.Lock()
 		n.toolsNote, n.toolsWarning = "", ""
 		n.mu.Unlock()
-		return tools, nil
+		return tools, &lc, nil
 	}
 	pctx, cancel := context.WithTimeout(ctx, undeclaredWait)
 	defer cancel()
-	tools, err := collect(c.cs.Tools(pctx, nil))
+	tools, lc, err := list(pctx)
 	if err != nil {
 		n.log.Info("the server does not declare the tools capability and did not list tools", zap.Error(err))
 		n.setToolsNote("not declared by the server; it did not list tools either")
-		return nil, nil
+		return nil, nil, nil
 	}
 	n.setToolsNote(fmt.Sprintf("not declared by the server; listed all the same (tools/list answered %d)", len(tools)))
-	return tools, nil
+	return tools, &lc, nil
 }
 
 func (n *Node) setToolsNote(s string) {

@@ -31,13 +31,6 @@ import (
 // Kind is the node kind name.
 const Kind = mcpconf.Kind
 
-// ProtocolVersion is the MCP protocol version nerve asks for. The current
-// one, 2026-07-28, has the server return its questions (sampling,
-// elicitation) as input requests, which this kind does not answer yet; and
-// the SDK's default would first try 2026-07-28's server/discover and fall
-// back, a round trip more on every connect to an older server (docs/mcp.md).
-const ProtocolVersion = "2025-11-25"
-
 // Defaults; see docs/mcp.md.
 const (
 	DefaultCallTimeout  = 60 * time.Second // a call with no progress for this long is cancelled
@@ -122,6 +115,7 @@ type Node struct {
 	resources     []*mcp.Resource
 	templates     []*mcp.ResourceTemplate
 	prompts       []*mcp.Prompt
+	caches        map[string]listCache // by list: tools, resources, resource_templates, prompts
 	initResult    *mcp.InitializeResult
 	lastStderr    *childproc.Ring // of the current or last process
 	pid           int
@@ -140,6 +134,16 @@ type Node struct {
 	catalogMu sync.Mutex
 
 	subs atomic.Int32 // resource subscriptions held
+
+	// logLevel is the level SetLoggingLevel set, which a server of
+	// 2026-07-28 is sent with every request (protocol.go).
+	logLevel atomic.Pointer[string]
+	// legacy: the server asked for input the old way in a call of
+	// 2026-07-28; the node speaks 2025-11-25 with it (speakLegacy).
+	legacy atomic.Bool
+	// probeNext makes the next start negotiate even when the catalogue
+	// remembers a version (Sync).
+	probeNext atomic.Bool
 
 	// idle stops the server after the idle time without a call (idle.go).
 	idle *time.Timer
@@ -164,6 +168,9 @@ func newNode(spec node.Spec, env node.Env, cfg config) (*Node, error) {
 	case "", "eager", "lazy":
 	default:
 		return nil, fmt.Errorf("mcp node %q: unknown start policy %q: use eager or lazy", spec.ID, opts.Start)
+	}
+	if err := protocolOption(opts.Protocol, srv.Transport); err != nil {
+		return nil, fmt.Errorf("mcp node %q: %w", spec.ID, err)
 	}
 	if d := time.Duration(opts.StartTimeout); d > 0 {
 		cfg.startTimeout = d // option start_timeout (--start-timeout)
@@ -253,7 +260,13 @@ func (n *Node) startLocked(ctx context.Context) error {
 		n.mu.Unlock()
 		cancel(nil)
 	}()
-	c, err := n.connect(ctx)
+	c, err := n.connect(ctx, n.probeNext.Swap(false))
+	if errors.Is(err, errRememberedVersion) && ctx.Err() == nil {
+		// The server spoke an older version before and refuses it now
+		// (it was upgraded): negotiate afresh.
+		n.log.Info("the server refused the protocol version it spoke before; negotiating", zap.Error(err))
+		c, err = n.connect(ctx, true)
+	}
 	if err != nil {
 		if errors.Is(context.Cause(ctx), errStoppedDuringStart) {
 			// Not a fault: the person stopped it. It ends STOPPED.
@@ -284,8 +297,9 @@ func (n *Node) startLocked(ctx context.Context) error {
 }
 
 // connect makes a new connection and lists the server's tools, resources
-// and prompts. On error nothing is left running.
-func (n *Node) connect(ctx context.Context) (*conn, error) {
+// and prompts. On error nothing is left running. Probe negotiates the
+// protocol version even when the catalogue remembers one (protocol.go).
+func (n *Node) connect(ctx context.Context, probe bool) (*conn, error) {
 	srv, err := n.server.Expand(n.cfg.lookup, "")
 	if err != nil {
 		return nil, fmt.Errorf("mcp node %q: %w", n.ID(), mcpconf.Explain(err, n.env.VarsWhere()))
@@ -371,13 +385,24 @@ func (n *Node) connect(ctx context.Context) (*conn, error) {
 			c.cancel()
 		}
 	})
-	cs, err := client.Connect(c.ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	version, remembered := n.askVersion(probe)
+	cs, err := client.Connect(c.ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	connected.Store(true)
 	stopTimer()
 	if err != nil {
+		if remembered && refusedVersion(err) && sctx.Err() == nil {
+			_, ferr := fail(err)
+			return nil, fmt.Errorf("%w: %v", errRememberedVersion, ferr)
+		}
 		return fail(err)
 	}
 	c.cs = cs
+	if err := n.checkVersion(cs.InitializeResult().ProtocolVersion); err != nil {
+		c.closing.Store(true)
+		c.cancel()
+		n.closeSession(ctx, c)
+		return nil, err
+	}
 	if s, ok := nerveSession(cs.InitializeResult()); ok {
 		c.closing.Store(true)
 		c.cancel()
@@ -426,7 +451,10 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 	// asker), or passes it to an MCP client that declared URL mode (nerve
 	// mcp serve); issue 27.
 	caps.Elicitation = &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}
-	return mcp.NewClient(impl, &mcp.ClientOptions{
+	// nerve polls a tool call that its server turns into a task
+	// (tasks.go).
+	caps.AddExtension(TasksExtension, map[string]any{})
+	client := mcp.NewClient(impl, &mcp.ClientOptions{
 		Capabilities: caps,
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return n.sample(ctx, c, req.Params)
@@ -453,6 +481,9 @@ func (n *Node) newClient(c *conn) *mcp.Client {
 		LoggingMessageHandler:       onLog,
 		ProgressNotificationHandler: onProgress,
 	})
+	client.AddSendingMiddleware(n.modernMeta, taskCallMiddleware)
+	registerTaskMethods(client)
+	return client
 }
 
 func nerveVersion() string {
@@ -497,11 +528,21 @@ func nerveNode(init *mcp.InitializeResult) (string, bool) {
 // the folders on its command line with the client's roots, so offering the
 // node's cwd by default would widen (or move) what the user allowed.
 func (n *Node) setRoots(client *mcp.Client) error {
+	roots, err := n.rootList()
+	if err != nil {
+		return err
+	}
+	client.AddRoots(roots...)
+	return nil
+}
+
+// rootList is the roots the user configured, as MCP roots.
+func (n *Node) rootList() ([]*mcp.Root, error) {
 	roots := make([]*mcp.Root, 0, len(n.opts.Roots))
 	for _, r := range n.opts.Roots {
 		d, err := mcpconf.Expand(r, n.cfg.lookup)
 		if err != nil {
-			return fmt.Errorf("mcp node %q: roots: %w", n.ID(), err)
+			return nil, fmt.Errorf("mcp node %q: roots: %w", n.ID(), err)
 		}
 		if strings.HasPrefix(d, "file://") {
 			roots = append(roots, &mcp.Root{URI: d})
@@ -509,28 +550,27 @@ func (n *Node) setRoots(client *mcp.Client) error {
 		}
 		abs, err := filepath.Abs(d)
 		if err != nil {
-			return fmt.Errorf("mcp node %q: root %q: %w", n.ID(), d, err)
+			return nil, fmt.Errorf("mcp node %q: root %q: %w", n.ID(), d, err)
 		}
 		roots = append(roots, &mcp.Root{URI: "file://" + filepath.ToSlash(abs), Name: filepath.Base(abs)})
 	}
-	client.AddRoots(roots...)
-	return nil
+	return roots, nil
 }
 
 // httpClient returns a client that adds headers to every request (and
 // the trace context of the call it is part of: internal/telemetry),
 // retries one the server or a gateway turned away as retry says
 // (retry.go), and reads every answer through a guard that hands the
-// server's notifications to tap (see guardTransport).
+// server's notifications to tap and keeps in each result what the SDK
+// would drop of tasks (see guardTransport). Every request goes through
+// headerTransport: the node's headers, and the Mcp-Name of the task
+// methods (tasks.go).
 func httpClient(headers map[string]string, retry httpretry.Policy, tap func(*jsonrpc.Request)) *http.Client {
-	base := telemetry.Transport(http.DefaultTransport)
-	if len(headers) > 0 {
-		h := make(http.Header, len(headers))
-		for k, v := range headers {
-			h.Set(k, v)
-		}
-		base = &headerTransport{base: base, headers: h}
+	h := make(http.Header, len(headers))
+	for k, v := range headers {
+		h.Set(k, v)
 	}
+	var base http.RoundTripper = &headerTransport{base: telemetry.Transport(http.DefaultTransport), headers: h}
 	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage, tap: tap}}
 }
 
@@ -543,6 +583,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	for k, vs := range t.headers {
 		req.Header[k] = vs
+	}
+	if name, ok := req.Context().Value(nameKey{}).(string); ok && req.Header.Get("Mcp-Name") == "" {
+		req.Header.Set("Mcp-Name", name) // tasks.go
 	}
 	return t.base.RoundTrip(req)
 }
@@ -698,8 +741,10 @@ func (n *Node) scheduleRestart(c *conn) {
 	}()
 }
 
-// ListTools returns the server's tools, every page of them.
+// ListTools returns the server's tools, every page of them. A list past
+// the ttl its server gave is read again in the background (listCache).
 func (n *Node) ListTools(ctx context.Context) ([]*mcp.Tool, error) {
+	n.refreshIfStale()
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if n.conn == nil {
@@ -761,6 +806,10 @@ func (n *Node) Info() node.Info {
 	}
 	if st := n.State(); (st == node.Created || st == node.Stopped) && n.startsLazilyLocked() {
 		d["lazy"] = true
+	}
+	d["protocol"] = n.Protocol()
+	if cache := n.cacheInfoLocked(); len(cache) > 0 {
+		d["cache"] = cache
 	}
 	n.pingInfoLocked(d)    // ping.go
 	n.listingInfoLocked(d) // listing.go

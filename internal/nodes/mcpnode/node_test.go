@@ -55,7 +55,7 @@ func TestDiscoveryAndFeatures(t *testing.T) {
 	if info.State != node.Ready || info.Tools != len(tools) {
 		t.Errorf("Info = %+v", info)
 	}
-	for k, want := range map[string]any{"server_name": "testserver", "server_version": "1.2.3", "protocol_version": ProtocolVersion, "instructions": "be nice", "resources": 1, "prompts": 1} {
+	for k, want := range map[string]any{"server_name": "testserver", "server_version": "1.2.3", "protocol_version": ModernProtocol, "instructions": "be nice", "resources": 1, "prompts": 1} {
 		if got := info.Details[k]; got != want {
 			t.Errorf("Details[%q] = %v, want %v", k, got, want)
 		}
@@ -216,9 +216,14 @@ func (h *fakeHooks) Elicit(ctx context.Context, id string, p *mcp.ElicitParams) 
 	return &mcp.ElicitResult{Action: "decline"}, nil
 }
 
+// legacyMem is memNode's options pinned to MCP 2025-11-25: the in-memory
+// server asks for sampling in the middle of a call, which only that era
+// allows (a server of 2026-07-28 answers input_required: modern_test.go).
+const legacyMem = `{"transport":"http","url":"http://in-memory.invalid/mcp","protocol":"2025-11-25"}`
+
 func TestSamplingGoesThroughHooks(t *testing.T) {
 	t.Run("no hooks: declined, no hang", func(t *testing.T) {
-		n := memNode(t, "", newEvents())
+		n := memNode(t, legacyMem, newEvents())
 		mustStart(t, n)
 		res, err := n.CallTool(context.Background(), &node.CallRequest{Tool: "sample", Arguments: json.RawMessage(`{"text":"q"}`)})
 		if err != nil || !res.IsError || !strings.Contains(text(t, res), "declined") {
@@ -229,7 +234,7 @@ func TestSamplingGoesThroughHooks(t *testing.T) {
 		ev := newEvents()
 		h := &fakeHooks{asked: make(chan string, 1)}
 		ev.hooks = h
-		n := memNode(t, "", ev)
+		n := memNode(t, legacyMem, ev)
 		mustStart(t, n)
 		res, err := n.CallTool(context.Background(), &node.CallRequest{Tool: "sample", Arguments: json.RawMessage(`{"text":"q"}`)})
 		if err != nil || text(t, res) != "answer from a person" {

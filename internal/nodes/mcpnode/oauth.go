@@ -75,7 +75,8 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 	if n.opts.OAuth != nil {
 		o = *n.opts.OAuth
 	}
-	for _, f := range []*string{&o.ClientID, &o.ClientSecret, &o.ClientMetadataURL, &o.RedirectURL, &o.PrivateKey, &o.PrivateKeyFile} {
+	for _, f := range []*string{&o.ClientID, &o.ClientSecret, &o.ClientMetadataURL, &o.RedirectURL, &o.PrivateKey, &o.PrivateKeyFile,
+		&o.Assertion, &o.AssertionFile, &o.IdPIssuer, &o.IdPClientID, &o.IdPClientSecret, &o.IdPTokenEndpoint, &o.IDToken} {
 		v, err := mcpconf.Expand(*f, n.cfg.lookup)
 		if err != nil {
 			return nil, fmt.Errorf("mcp node %q: oauth: %w", n.ID(), err)
@@ -115,6 +116,30 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 		return n.oauth, nil
 	}
 	id, authorize := n.ID(), n.cfg.authorize
+	ask := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		if authorize == nil {
+			return nil, fmt.Errorf("%w: nobody to sign in at %s", ErrAuthorizationRequired, args.URL)
+		}
+		res, err := authorize(ctx, id, args)
+		if res != nil {
+			res.Iss = authorizationIss(ctx, res.Iss)
+		}
+		return res, err
+	}
+	switch o.Grant {
+	case "jwt_bearer": // grants.go
+		n.oauth = backcompatAuth{&jwtBearerHandler{clientID: o.ClientID, clientSecret: o.ClientSecret, client: client,
+			assert: workloadAssertion(o.Assertion, o.AssertionFile), what: o.Grant}}
+		return n.oauth, nil
+	case "enterprise":
+		idp := &oauthex.ClientCredentials{ClientID: o.IdPClientID}
+		if o.IdPClientSecret != "" {
+			idp.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: o.IdPClientSecret}
+		}
+		e := &enterprise{idp: idp, issuer: o.IdPIssuer, tokenEndpoint: o.IdPTokenEndpoint, idToken: o.IDToken, redirect: o.RedirectURL, scopes: o.Scopes, signIn: ask, client: client}
+		n.oauth = backcompatAuth{&jwtBearerHandler{clientID: o.ClientID, clientSecret: o.ClientSecret, client: client, assert: e.assertion, what: o.Grant}}
+		return n.oauth, nil
+	}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: o.RedirectURL,
 		// Registration is tried in this order: a client ID metadata
@@ -130,17 +155,8 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 				TokenEndpointAuthMethod: "none",
 			},
 		},
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			if authorize == nil {
-				return nil, fmt.Errorf("%w: nobody to sign in at %s", ErrAuthorizationRequired, args.URL)
-			}
-			res, err := authorize(ctx, id, args)
-			if res != nil {
-				res.Iss = authorizationIss(ctx, res.Iss)
-			}
-			return res, err
-		},
-		Client: client,
+		AuthorizationCodeFetcher: ask,
+		Client:                   client,
 	}
 	if o.ClientMetadataURL != "" {
 		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: o.ClientMetadataURL}
@@ -160,8 +176,11 @@ func (n *Node) oauthHandlerLocked(client *http.Client) (auth.OAuthHandler, error
 		if err != nil {
 			return nil, fmt.Errorf("mcp node %q: url: %w", n.ID(), err)
 		}
+		watch := &issuerWatch{base: client.Transport}
+		client = &http.Client{Transport: watch}
+		cfg.Client = client
 		ts := &tokenSources{store: n.cfg.tokens, key: SignInKey(url), client: client, log: n.log,
-			failed: func(err error) { n.refreshFailed.Store(new(err.Error())) }}
+			failed: func(err error) { n.refreshFailed.Store(new(err.Error())) }, issuers: watch}
 		cfg.InitialTokenSource = ts.initial()
 		cfg.NewTokenSource = ts.fresh
 		// Ask for a refresh token, and use it before asking the person

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/syncs"
@@ -15,11 +16,15 @@ import (
 
 // Hung stdio servers: a server that stops answering but keeps running
 // would stay READY until a call timed out. While it is idle nerve pings
-// it (MCP ping) every DefaultPingInterval; one that does not answer within
-// the ping timeout is ended and the node goes ERROR, from where
-// `--restart on-failure` brings it back. A server that answers the first
-// ping with "method not found" is not pinged again; option ping "off"
-// turns pinging off, a duration sets the interval.
+// it every DefaultPingInterval; one that does not answer within the ping
+// timeout is ended and the node goes ERROR, from where `--restart
+// on-failure` brings it back. A server that answers the first ping with
+// "method not found" is not pinged again; option ping "off" turns pinging
+// off, a duration sets the interval.
+//
+// MCP 2026-07-28 has no ping: a server of that era is asked
+// server/discover instead, the one request every such server answers,
+// which costs it no state and runs no tool.
 const (
 	DefaultPingInterval = 30 * time.Second
 	defaultPingTimeout  = 10 * time.Second
@@ -59,7 +64,7 @@ func (n *Node) pinger(c *conn) {
 			continue // a call is running: its own timeout watches the server
 		}
 		ctx, cancel := context.WithTimeout(c.ctx, n.cfg.pingTimeout)
-		err := c.cs.Ping(ctx, nil)
+		err := ping(ctx, c.cs)
 		timedOut := ctx.Err() != nil && c.ctx.Err() == nil
 		cancel()
 		var werr *jsonrpc.Error
@@ -80,11 +85,25 @@ func (n *Node) pinger(c *conn) {
 	}
 }
 
+// ping asks the server of cs whether it is there: MCP ping, or for a
+// server of 2026-07-28, which has none, server/discover.
+func ping(ctx context.Context, cs *mcp.ClientSession) error {
+	if !isModern(cs) {
+		return cs.Ping(ctx, nil)
+	}
+	_, err := mcp.CallCustomMethod[*mcp.DiscoverParams, *mcp.DiscoverResult](ctx, cs, "server/discover", &mcp.DiscoverParams{})
+	return err
+}
+
 // hung ends a server that did not answer ping: the node goes ERROR with
 // the reason and, with restart on-failure, comes back.
 func (n *Node) hung(c *conn) {
-	msg := fmt.Sprintf("the server stopped answering: no reply to ping within %v while idle, though its process (pid %d) was still running; nerve ended it (`nerve node restart %s` starts it again; option ping off for a server that does not answer ping)",
-		n.cfg.pingTimeout, c.proc.Pid(), n.ID())
+	what := "ping"
+	if isModern(c.cs) {
+		what = "server/discover (its liveness check: MCP 2026-07-28 has no ping)"
+	}
+	msg := fmt.Sprintf("the server stopped answering: no reply to %s within %v while idle, though its process (pid %d) was still running; nerve ended it (`nerve node restart %s` starts it again; option ping off for a server that does not answer ping)",
+		what, n.cfg.pingTimeout, c.proc.Pid(), n.ID())
 	msg += c.proc.StderrTail(10)
 	c.closing.Store(true) // the fault is reported here, not by the watcher
 	if n.Machine.ToIf(node.Error, msg, node.Ready, node.Busy) != nil {

@@ -87,7 +87,7 @@ func (p *process) transport(maxLine int, log *zap.Logger) mcp.Transport {
 			p.answer(append(resp, '\n'))
 		}
 		return nil
-	}, nil)
+	}, nil, nil)
 	return &mcp.IOTransport{Reader: readCloser{g, p.stdout}, Writer: stdinCloser{p}, MaxLineLength: 2*maxLine + 1<<20}
 }
 

@@ -1,10 +1,13 @@
 package mcpnode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -25,6 +28,9 @@ type TokenStore interface {
 // savedSignIn is what a sign-in leaves in the TokenStore: the client it
 // registered and the tokens, enough to refresh without asking the person.
 type savedSignIn struct {
+	// Issuer is the authorization server that issued it: a sign-in is
+	// bound to its issuer, its client registration too (SEP-2352).
+	Issuer       string           `json:"issuer,omitempty"`
 	ClientID     string           `json:"client_id"`
 	ClientSecret string           `json:"client_secret,omitempty"`
 	AuthURL      string           `json:"auth_url"`
@@ -51,6 +57,9 @@ type tokenSources struct {
 	// failed records the last refresh that the authorization server
 	// refused (invalid_grant): the message then says so.
 	failed func(error)
+	// issuers names the issuer of each token endpoint whose
+	// authorization server metadata the handler read (issuerWatch).
+	issuers *issuerWatch
 }
 
 // initial returns the saved sign-in's token source, or nil with none.
@@ -67,7 +76,9 @@ func (ts *tokenSources) initial() oauth2.TokenSource {
 	cfg := &oauth2.Config{ClientID: s.ClientID, ClientSecret: s.ClientSecret, RedirectURL: s.RedirectURL, Scopes: s.Scopes,
 		Endpoint: oauth2.Endpoint{AuthURL: s.AuthURL, TokenURL: s.TokenURL, AuthStyle: s.AuthStyle}}
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, ts.client)
-	return ts.wrap(cfg, cfg.TokenSource(ctx, s.Token), s.Token)
+	p := ts.wrap(cfg, cfg.TokenSource(ctx, s.Token), s.Token)
+	p.issuer = s.Issuer
+	return p
 }
 
 // fresh is auth.AuthorizationCodeHandlerConfig.NewTokenSource: it saves a
@@ -91,9 +102,10 @@ func (ts *tokenSources) wrap(cfg *oauth2.Config, base oauth2.TokenSource, saved 
 // persisting saves every new token its base source gives (a sign-in, a
 // refresh) and forgets the sign-in when a refresh is refused.
 type persisting struct {
-	ts   *tokenSources
-	cfg  *oauth2.Config
-	base oauth2.TokenSource
+	ts     *tokenSources
+	cfg    *oauth2.Config
+	base   oauth2.TokenSource
+	issuer string // of a saved sign-in
 
 	mu   sync.Mutex
 	last string // the access token last saved
@@ -130,7 +142,18 @@ func (p *persisting) Token() (*oauth2.Token, error) {
 	if t.AccessToken == p.last {
 		return t, nil
 	}
-	s := savedSignIn{ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret, AuthURL: p.cfg.Endpoint.AuthURL,
+	issuer := p.issuer
+	if issuer == "" && p.ts.issuers != nil {
+		issuer = p.ts.issuers.of(p.cfg.Endpoint.TokenURL)
+	}
+	var old savedSignIn
+	if b, err := p.ts.store.Get(p.ts.key); err == nil && json.Unmarshal(b, &old) == nil && old.Issuer != "" && issuer != "" && old.Issuer != issuer {
+		// The server moved to another authorization server: the sign-in
+		// at the old one (its tokens, its client) is never used again.
+		p.ts.log.Info("the server moved to another authorization server; the sign-in at the old one is forgotten",
+			zap.String("from", old.Issuer), zap.String("to", issuer))
+	}
+	s := savedSignIn{Issuer: issuer, ClientID: p.cfg.ClientID, ClientSecret: p.cfg.ClientSecret, AuthURL: p.cfg.Endpoint.AuthURL,
 		TokenURL: p.cfg.Endpoint.TokenURL, AuthStyle: p.cfg.Endpoint.AuthStyle, Scopes: p.cfg.Scopes, RedirectURL: p.cfg.RedirectURL, Token: t}
 	b, err := json.Marshal(s)
 	if err == nil {
@@ -143,6 +166,51 @@ func (p *persisting) Token() (*oauth2.Token, error) {
 		p.last = t.AccessToken
 	}
 	return t, nil
+}
+
+// issuerWatch reads the authorization server metadata the OAuth handler
+// fetches and remembers the issuer of each token endpoint, so that a
+// sign-in is saved with its issuer (the SDK hands nerve the token and the
+// endpoints, not the issuer).
+type issuerWatch struct {
+	base http.RoundTripper
+
+	mu sync.Mutex
+	by map[string]string // token endpoint → issuer
+}
+
+func (w *issuerWatch) of(tokenURL string) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.by[tokenURL]
+}
+
+func (w *issuerWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.base.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK ||
+		(!strings.Contains(req.URL.Path, "/.well-known/oauth-authorization-server") && !strings.Contains(req.URL.Path, "/.well-known/openid-configuration")) {
+		return resp, err
+	}
+	// The SDK reads at most 1 MiB of metadata; one byte more fails it there.
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20+1))
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if rerr != nil {
+		return resp, nil
+	}
+	var m struct {
+		Issuer        string `json:"issuer"`
+		TokenEndpoint string `json:"token_endpoint"`
+	}
+	if json.Unmarshal(body, &m) == nil && m.Issuer != "" && m.TokenEndpoint != "" {
+		w.mu.Lock()
+		if w.by == nil {
+			w.by = map[string]string{}
+		}
+		w.by[m.TokenEndpoint] = m.Issuer
+		w.mu.Unlock()
+	}
+	return resp, nil
 }
 
 var _ auth.OAuthHandler = (*auth.AuthorizationCodeHandler)(nil)

@@ -9,7 +9,8 @@ import (
 )
 
 // tapTransport hands progress and log notifications to the node in the
-// order they arrive, before the call's result. The SDK runs notification
+// order they arrive, before the call's result, and keeps in each result
+// what the SDK would drop of tasks (liftResult). The SDK runs notification
 // handlers on another goroutine than the one that delivers responses, so a
 // log line sent just before a result would often reach a call that had
 // already returned.
@@ -39,6 +40,11 @@ type tapConn struct {
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && err == nil && resp.Result != nil {
+		if out, ok := liftResult(resp.Result); ok { // tasks.go
+			resp.Result = out
+		}
+	}
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil {
 		c.n.notified(req)
 	}

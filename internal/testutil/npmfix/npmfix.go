@@ -35,6 +35,9 @@ const (
 	FixtureNode22 = "node22"
 	// FixtureClaude holds Claude Code (about 360 MB).
 	FixtureClaude = "claude"
+	// FixtureConformanceNext holds the newest conformance suite
+	// (0.2.0-alpha.12, protocol 2026-07-28).
+	FixtureConformanceNext = "conformance-next"
 )
 
 // hashFile is written inside node_modules after a successful install; npm ci
@@ -58,7 +61,8 @@ var (
 
 // Dir installs fixtures/<name> if its node_modules is missing or older than
 // its package-lock.json, and returns the fixture folder's absolute path
-// (node_modules is inside it). name is FixtureNPM, FixtureNode22 or FixtureClaude.
+// (node_modules is inside it). name is FixtureNPM, FixtureNode22,
+// FixtureConformanceNext or FixtureClaude.
 func Dir(t testing.TB, name string) string {
 	t.Helper()
 	root := testutil.RepoRoot(t)
@@ -236,6 +240,17 @@ func Node22(t testing.TB) string {
 func Conformance(t testing.TB) []string {
 	t.Helper()
 	return []string{Node22(t), script(t, "@modelcontextprotocol/conformance/dist/index.js")}
+}
+
+// ConformanceNext is Conformance with the newest suite (fixtures/
+// conformance-next), which knows protocol 2026-07-28.
+func ConformanceNext(t testing.TB) []string {
+	t.Helper()
+	p := filepath.Join(Dir(t, FixtureConformanceNext), "node_modules", "@modelcontextprotocol", "conformance", "dist", "index.js")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the newest conformance suite is missing after install: %v", err)
+	}
+	return []string{Node22(t), p}
 }
 
 // ClaudeCode returns the path of the claude executable (installed on first
