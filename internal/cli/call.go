@@ -57,7 +57,7 @@ Examples:
 	}
 }
 
-func runCall(ctx context.Context, env *Env, inv *Invocation) error {
+func runCall(ctx context.Context, env *Env, inv *Invocation) (err error) {
 	words := inv.Args
 	dash := len(words) >= 2 && words[len(words)-1] == "-"
 	if dash {
@@ -74,6 +74,8 @@ func runCall(ctx context.Context, env *Env, inv *Invocation) error {
 		}
 		return Exec(ctx, env, ln.Argv)
 	}
+	ctx, endTrace := env.traceCall(ctx, lineNode(line)) // trace.go
+	defer func() { endTrace(err) }()
 	s, err := env.callSession(ctx)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/logging"
 	"github.com/nerve-dev/nerve/internal/nodes/all"
 	"github.com/nerve-dev/nerve/internal/paths"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/internal/tokenstore"
 	"github.com/nerve-dev/nerve/pkg/client"
 	"github.com/nerve-dev/nerve/pkg/node"
@@ -70,6 +71,7 @@ func (e *Env) clientOptions(socket string, dial func(context.Context) (net.Conn,
 			fmt.Fprintf(e.Stderr, "nerve: warning: the daemon is version %s and this nerve is %s; restart it with `nerve daemon stop` (the next command starts this version)\n", v, Version())
 		},
 		Revive: revive,
+		Header: telemetry.InjectHeader, // a call's trace goes on in the daemon (trace.go)
 	}
 	if v := e.getenv(node.FromCallEnv); v != "" {
 		// Run inside a node's call (`nerve call` in a bash command): the

@@ -111,6 +111,7 @@ func runForeground(ctx context.Context, env *Env, listen string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	defer startTracing(ctx, p, env.getenv, log.Named("telemetry"))() // trace.go
 	err = daemon.Run(ctx, daemon.Options{
 		Registry: all.Registry(tokens),
 		Logger:   log.Named("daemon"),

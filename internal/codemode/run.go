@@ -16,6 +16,7 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
 
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -165,9 +166,13 @@ func Run(ctx context.Context, src string, opts *Options) (*Result, error) {
 	if opts == nil || opts.Tools == nil {
 		return &Result{}, ErrNoTools
 	}
+	ctx, span := telemetry.Script(ctx, opts.Filename) // the parent of the script's calls
 	r := newRun(ctx, opts)
 	defer r.end()
-	return r.result(r.exec(src))
+	span.Set(telemetry.AttrScriptRun.String(r.id))
+	res, err := r.result(r.exec(src))
+	span.End(err)
+	return res, err
 }
 
 // Check compiles src against the tools opts makes visible without running

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/commander"
 	"github.com/nerve-dev/nerve/internal/sendq"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -200,7 +201,8 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ctx := node.WithCaller(r.Context(), callerOf(r))
+	ctx, span := telemetry.HTTPServer(r, sessName) // the command line's trace goes on
+	ctx = node.WithCaller(ctx, callerOf(r))
 
 	// Tell the caller if the node fails or stops during the call.
 	h := d.held(sessName)
@@ -220,6 +222,7 @@ func (d *Daemon) handleCall(w http.ResponseWriter, r *http.Request) {
 		},
 	})
 	took := time.Since(start)
+	span.End(err)
 	if err == nil && res == nil {
 		res = &mcp.CallToolResult{Content: []mcp.Content{}}
 	}

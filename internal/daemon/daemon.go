@@ -24,6 +24,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/envfile"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
 	"github.com/nerve-dev/nerve/internal/syncs"
+	"github.com/nerve-dev/nerve/internal/telemetry/metrics"
 
 	"go.uber.org/zap"
 
@@ -94,6 +95,9 @@ type Daemon struct {
 	mcp atomic.Pointer[mcpserver.Endpoint]
 	// ui is the dashboard served beside it; nil when embedded.
 	ui *dashboard.Dashboard
+	// metrics are served beside it at /metrics (metrics.go); nil when
+	// embedded.
+	metrics *metrics.Metrics
 	// bg tracks node starts that outlive the request (restore).
 	bg       sync.WaitGroup
 	bgCtx    context.Context
@@ -153,6 +157,7 @@ func New(opts *Options) (*Daemon, error) {
 	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
 	if !o.Embedded {
 		d.ui = d.newDashboard() // dashboard.go
+		d.metrics = d.newMetrics()
 	}
 	if o.CallLog != "" {
 		cl, err := openCallLog(o.CallLog, o.CallLogMax)
@@ -243,7 +248,7 @@ func (d *Daemon) newHeldLocked(name string) *held {
 	syncs.AssertLocked(&d.mu)
 	h := &held{}
 	opts := &session.Options{Logger: d.log, MCPEndpoint: d.sessionEndpoint(name), Secret: d.opts.Secret}
-	if d.calls != nil || d.ui != nil {
+	if d.calls != nil || d.ui != nil || d.metrics != nil {
 		// Every call of the session, whoever made it, is logged here once
 		// and shown on the dashboard.
 		opts.OnCall = func(_ context.Context, c *session.CallInfo) {
@@ -255,7 +260,13 @@ func (d *Daemon) newHeldLocked(name string) *held {
 			if d.ui != nil {
 				d.ui.Called(name, c)
 			}
+			if d.metrics != nil {
+				d.metrics.Called(name, c)
+			}
 		}
+	}
+	if d.metrics != nil {
+		opts.OnState = func(id string, _, to node.State) { d.metrics.StateChanged(name, id, to) } // starts
 	}
 	if d.opts.Paths.State != "" {
 		envPath := EnvFile(d.opts.Paths)

@@ -29,12 +29,18 @@ func (d *Daemon) newDashboard() *dashboard.Dashboard {
 	})
 }
 
-// uiMounts are the endpoint's mounts: the dashboard, when there is one.
-func (d *Daemon) uiMounts() []mcpserver.Mount {
-	if d.ui == nil {
-		return nil
+// mounts are the endpoint's mounts, when the daemon has them: the
+// dashboard, and the metrics (metrics.go), whose scraper sends the
+// endpoint's token.
+func (d *Daemon) mounts(token string) []mcpserver.Mount {
+	var ms []mcpserver.Mount
+	if d.ui != nil {
+		ms = append(ms, mcpserver.Mount{Prefix: dashboard.Prefix, Handler: d.ui, Authorized: d.ui.Authorized, Refused: dashboard.Refused})
 	}
-	return []mcpserver.Mount{{Prefix: dashboard.Prefix, Handler: d.ui, Authorized: d.ui.Authorized, Refused: dashboard.Refused}}
+	if d.metrics != nil {
+		ms = append(ms, d.metricsMount(token))
+	}
+	return ms
 }
 
 // handleUI answers the address that opens the session's dashboard, with a

@@ -46,7 +46,7 @@ func (d *Daemon) startMCP() (stop func()) {
 				Version: d.opts.Version,
 				Logger:  d.log.Named("mcp"),
 			},
-			Mounts: d.uiMounts(), // dashboard.go
+			Mounts: d.mounts(tok),
 		})
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/codemode"
 	"github.com/nerve-dev/nerve/internal/mcpserver"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -32,7 +33,9 @@ func (d *Daemon) handleScript(w http.ResponseWriter, r *http.Request, s *session
 	if err != nil {
 		return err
 	}
-	ctx := node.WithCaller(r.Context(), callerOf(r))
+	ctx, span := telemetry.HTTPServer(r, s.Name())
+	defer span.End(nil)
+	ctx = node.WithCaller(ctx, callerOf(r))
 	opts := &codemode.Options{Tools: s, Visible: visible, Filename: req.Filename}
 	if req.Check {
 		if err := codemode.Check(ctx, req.Script, opts); err != nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -205,14 +204,7 @@ func refuseForeign(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-func (h *HTTPHandler) authorized(r *http.Request) bool {
-	auth := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(auth, "Bearer ")
-	if !ok {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(h.opts.Token)) == 1
-}
+func (h *HTTPHandler) authorized(r *http.Request) bool { return hasBearer(r, h.opts.Token) }
 
 // ParseQuery reads a client's choices from a URL query (the HTTP
 // endpoint's and the daemon's …/mcp/stdio route): ?names=llm,

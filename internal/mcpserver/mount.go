@@ -1,13 +1,15 @@
 package mcpserver
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"net/http"
 	"strings"
 )
 
 // Mount is a handler served beside the MCP endpoint on its listener: the
-// dashboard at /ui/ (internal/dashboard), later /metrics. Its requests
+// dashboard at /ui/ (internal/dashboard), the metrics at /metrics
+// (internal/telemetry/metrics). Its requests
 // pass the endpoint's guards before the handler sees them: a loopback
 // Host and no foreign Origin (refuseForeign), then the mount's own
 // credentials (401 and the connection closed without them, as the
@@ -18,6 +20,9 @@ type Mount struct {
 	// Prefix is the path the mount serves, ending in "/" ("/ui/"); the
 	// path without its slash redirects to it.
 	Prefix string
+	// Path, instead of Prefix, is the one path the mount serves
+	// ("/metrics").
+	Path string
 	// Handler serves the requests under Prefix.
 	Handler http.Handler
 	// Authorized reports whether r carries the mount's credentials.
@@ -36,7 +41,8 @@ type router struct {
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, m := range rt.mounts {
-		if strings.HasPrefix(r.URL.Path, m.Prefix) || r.URL.Path == strings.TrimSuffix(m.Prefix, "/") {
+		if m.Path != "" && r.URL.Path == m.Path ||
+			m.Path == "" && (strings.HasPrefix(r.URL.Path, m.Prefix) || r.URL.Path == strings.TrimSuffix(m.Prefix, "/")) {
 			rt.serve(m, w, r)
 			return
 		}
@@ -55,7 +61,7 @@ func (rt *router) serve(m Mount, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	markAuthenticated(r.Context())
-	if r.URL.Path == strings.TrimSuffix(m.Prefix, "/") {
+	if m.Path == "" && r.URL.Path == strings.TrimSuffix(m.Prefix, "/") {
 		http.Redirect(w, r, m.Prefix, http.StatusMovedPermanently)
 		return
 	}
@@ -68,10 +74,26 @@ func checkMounts(ms []Mount) error {
 	for _, m := range ms {
 		switch {
 		case m.Handler == nil || m.Authorized == nil:
-			return fmt.Errorf("mcpserver: the mount at %q needs a Handler and Authorized", m.Prefix)
+			return fmt.Errorf("mcpserver: the mount at %q needs a Handler and Authorized", m.Prefix+m.Path)
+		case m.Path != "":
+			if m.Prefix != "" || !strings.HasPrefix(m.Path, "/") || len(m.Path) < 2 || strings.HasPrefix(m.Path, "/mcp") {
+				return fmt.Errorf("mcpserver: mount path %q: use one path such as /metrics that is not under /mcp, and no Prefix", m.Path)
+			}
 		case !strings.HasPrefix(m.Prefix, "/") || !strings.HasSuffix(m.Prefix, "/") || len(m.Prefix) < 3 || strings.HasPrefix("/mcp/", m.Prefix) || strings.HasPrefix(m.Prefix, "/mcp/"):
 			return fmt.Errorf("mcpserver: mount prefix %q: use a path such as /ui/ that is not /mcp/", m.Prefix)
 		}
 	}
 	return nil
+}
+
+// BearerAuthorized is a mount's Authorized for the endpoint's own token:
+// the request must carry `Authorization: Bearer TOKEN` (/metrics).
+func BearerAuthorized(token string) func(*http.Request) bool {
+	return func(r *http.Request) bool { return hasBearer(r, token) }
+}
+
+// hasBearer reports whether r carries `Authorization: Bearer token`.
+func hasBearer(r *http.Request, token string) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(token)) == 1
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/sendq"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/internal/toolsearch"
 	"github.com/nerve-dev/nerve/pkg/node"
 	"github.com/nerve-dev/nerve/pkg/session"
@@ -160,7 +161,7 @@ func New(b Backend, opts *Options) *Server {
 		s.own = append(s.own, ReadOnlyFilter())
 	}
 	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
-	s.srv.AddReceivingMiddleware(s.middleware)
+	s.srv.AddReceivingMiddleware(telemetry.ServerMiddleware, s.middleware) // a client's trace goes on
 	s.addTasks() // tasks.go
 	s.updates = sendq.New(64<<10, s.sendUpdates)
 	return s

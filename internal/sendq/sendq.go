@@ -14,7 +14,19 @@
 // It imports nothing of nerve's; anything may import it.
 package sendq
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// queued and dropped count every queue's values together, for the
+// daemon's metrics (Stats): values queued and not yet handed to their
+// reader, and values dropped since the process started.
+var queued, dropped atomic.Int64
+
+// Stats returns how many values all queues hold now, and how many they
+// have dropped in all.
+func Stats() (holding, lost int64) { return queued.Load(), dropped.Load() }
 
 // Item is one queued value and how many values were dropped just before
 // it (the reader was that far behind).
@@ -55,12 +67,15 @@ func (q *Queue[T]) Push(v T, size int) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
+		dropped.Add(1)
 		return false
 	}
 	if len(q.items) > 0 && q.size+size > q.limit {
 		q.lost++
+		dropped.Add(1)
 		return false
 	}
+	queued.Add(1)
 	q.items = append(q.items, Item[T]{Value: v, Lost: q.lost, size: size})
 	q.size += size
 	q.lost = 0
@@ -84,6 +99,7 @@ func (q *Queue[T]) drain(done chan struct{}) {
 		}
 		q.items, q.size = nil, 0
 		q.mu.Unlock()
+		queued.Add(-int64(len(batch)))
 		q.send(batch)
 	}
 }

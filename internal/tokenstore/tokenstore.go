@@ -176,3 +176,20 @@ func (f *fileStore) Delete(key string) error {
 }
 
 func (f *fileStore) Where() string { return "files in " + f.dir + " (mode 0600)" }
+
+// Files returns how many sign-ins the file store of state folder stateDir
+// holds (the daemon's metrics); a keychain's cannot be counted without
+// asking it, which may ask the person to unlock it.
+func Files(stateDir string) (int, error) {
+	es, err := os.ReadDir(filepath.Join(stateDir, "tokens"))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	n := 0
+	for _, e := range es {
+		if e.Type().IsRegular() && filepath.Ext(e.Name()) == ".json" {
+			n++
+		}
+	}
+	return n, err
+}

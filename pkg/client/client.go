@@ -63,6 +63,10 @@ type Options struct {
 	// and no goroutine of the client's: the cheapest start for a process
 	// that makes a request or two and exits (`nerve call`).
 	OneShot bool
+	// Header, if set, adds headers of the caller's to each request, read
+	// from the request's context: the command line's W3C trace context
+	// (traceparent), so that the daemon's spans join its trace.
+	Header func(ctx context.Context, h http.Header)
 }
 
 // sentConn is a connection that knows whether any byte was ever written
@@ -223,6 +227,9 @@ func (c *Client) sendOnce(ctx context.Context, method, path string, hdr http.Hea
 	}
 	if c.opts.Caller != "" {
 		req.Header.Set(api.HeaderCaller, c.opts.Caller)
+	}
+	if c.opts.Header != nil {
+		c.opts.Header(ctx, req.Header)
 	}
 	builds := method == http.MethodPost && (strings.HasSuffix(path, "/nodes") || strings.HasSuffix(path, "/restart")) ||
 		method == http.MethodPut && strings.Contains(path, "/nodes/") // add, restart, replace

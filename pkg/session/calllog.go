@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -32,7 +33,15 @@ type CallInfo struct {
 // the session passes here — the CLI's and the REPL's through the daemon,
 // MCP clients', graph steps', llm nodes' — so Options.OnCall hears of each
 // exactly once, with its caller, failed ones included (issue 22, item 9).
+// With tracing on, each call is a span (trace.go).
 func (s *Session) Call(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
+	if telemetry.On() {
+		return s.tracedCall(ctx, id, req)
+	}
+	return s.loggedCall(ctx, id, req)
+}
+
+func (s *Session) loggedCall(ctx context.Context, id string, req *node.CallRequest) (*mcp.CallToolResult, error) {
 	s.usageOf().Called(node.QualifiedName(id, req.Tool)) // what search ranks by (search.go)
 	if s.onCall == nil {
 		return s.call(ctx, id, req, nil)

@@ -47,6 +47,10 @@ type Options struct {
 	// OnCall, if set, is told of every call made through Call or CallTool
 	// once it ends (calllog.go).
 	OnCall func(ctx context.Context, c *CallInfo)
+	// OnState, if set, is told of every move of a node's state, on the
+	// node's goroutine: it must be quick (the daemon's metrics count
+	// starts). Unlike a subscription, it costs a call nothing.
+	OnState func(id string, from, to node.State)
 	// MCPEndpoint, if set, is every node's node.Env.MCPEndpoint: the
 	// session's own MCP endpoint.
 	MCPEndpoint func() (url, token string, ok bool)
@@ -79,6 +83,7 @@ type Session struct {
 	extraEnv   func() ([]string, string)
 	secret     func(string) (string, bool)
 	onCall     func(context.Context, *CallInfo)
+	onState    func(id string, from, to node.State)
 	endpoint   func() (url, token string, ok bool)
 
 	settingsMu sync.Mutex
@@ -181,6 +186,7 @@ func New(name string, reg *Registry, opts *Options) *Session {
 		extraEnv: opts.ExtraEnv,
 		secret:   opts.Secret,
 		onCall:   opts.OnCall,
+		onState:  opts.OnState,
 		endpoint: opts.MCPEndpoint,
 		nodes:    make(map[string]*entry),
 	}
@@ -384,6 +390,9 @@ func (s *Session) nodeEnv(e *entry, id string) node.Env {
 				e.watch.notify()
 			}
 			s.hub.publish(stateEvent(id, from, to, reason))
+			if s.onState != nil {
+				s.onState(id, from, to)
+			}
 		},
 		OnToolsChanged: func() {
 			s.invalidateTools(e)

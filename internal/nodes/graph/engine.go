@@ -14,6 +14,7 @@ import (
 
 	"github.com/nerve-dev/nerve/internal/backoff"
 	"github.com/nerve-dev/nerve/internal/graphlang"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/api"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
@@ -102,7 +103,9 @@ func (f *stepFailure) Error() string { return f.msg }
 // Run runs the graph on inputs (already checked against the schema) and
 // returns the value of its output. A step that fails under on_error: fail
 // cancels the other steps and fails the run with a *RunError.
-func Run(ctx context.Context, d *graphlang.Def, inputs map[string]any, o RunOptions) (any, error) {
+func Run(ctx context.Context, d *graphlang.Def, inputs map[string]any, o RunOptions) (out any, err error) {
+	ctx, span := telemetry.GraphRun(ctx, o.Graph, o.RunID) // the parent of its steps' spans
+	defer func() { span.End(err) }()
 	inputs = withDefaults(d, inputs)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -142,7 +145,9 @@ func Run(ctx context.Context, d *graphlang.Def, inputs map[string]any, o RunOpti
 				<-sem
 				return
 			}
-			err := r.step(ctx, s)
+			sctx, span := telemetry.GraphStep(ctx, s.ID) // the parent of the step's calls
+			err := r.step(sctx, s)
+			span.End(err)
 			<-sem
 			if err != nil {
 				cancel(&RunError{Step: s.ID, Err: err})

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nerve-dev/nerve/internal/syncs"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -202,6 +203,8 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 		}
 		params.Meta[node.ChainMetaKey] = chain
 	}
+	cctx, span := telemetry.MCPClient(cctx, n.ID(), req.Tool, n.server.URL)
+	params.Meta = telemetry.InjectMeta(cctx, params.Meta) // SEP-414; HTTP headers: httpClient
 	var res *mcp.CallToolResult
 	var err error
 	if !isModern(c.cs) && n.needsTask(req.Tool) {
@@ -209,6 +212,7 @@ func (n *Node) call(ctx context.Context, c *conn, req *node.CallRequest) (*mcp.C
 	} else {
 		res, err = c.cs.CallTool(cctx, params)
 	}
+	span.EndCall(res != nil && res.IsError, err) // a task's polling is not under it
 	if err == nil {
 		if lt, ok := taskOf(res); ok {
 			return n.awaitTask(ctx, cctx, c, cl, lt)

@@ -24,6 +24,7 @@ import (
 	"github.com/nerve-dev/nerve/internal/httpretry"
 	"github.com/nerve-dev/nerve/internal/mcpconf"
 	"github.com/nerve-dev/nerve/internal/syncs"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 	"github.com/nerve-dev/nerve/pkg/node"
 )
 
@@ -560,7 +561,8 @@ func (n *Node) rootList() ([]*mcp.Root, error) {
 	return roots, nil
 }
 
-// httpClient returns a client that adds headers to every request,
+// httpClient returns a client that adds headers to every request (and
+// the trace context of the call it is part of: internal/telemetry),
 // retries one the server or a gateway turned away as retry says
 // (retry.go), and reads every answer through a guard that hands the
 // server's notifications to tap and keeps in each result what the SDK
@@ -572,7 +574,7 @@ func httpClient(headers map[string]string, retry httpretry.Policy, tap func(*jso
 	for k, v := range headers {
 		h.Set(k, v)
 	}
-	var base http.RoundTripper = &headerTransport{base: http.DefaultTransport, headers: h}
+	var base http.RoundTripper = &headerTransport{base: telemetry.Transport(http.DefaultTransport), headers: h}
 	return &http.Client{Transport: &guardTransport{base: newRetryTransport(base, retry), limit: DefaultMaxMessage, tap: tap}}
 }
 

@@ -217,12 +217,14 @@ func (c *Anthropic) Chat(ctx context.Context, req *Request, onDelta func(Delta))
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
-	return withRetries(ctx, &c.cfg, onDelta, func(ctx context.Context, onDelta func(Delta)) (*Response, error) {
-		return c.ep.post(ctx, body, c.setHeaders, func(resp *http.Response) (*Response, error) {
-			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-				return readAnthropicStream(resp.Body, onDelta, c.ep.display)
-			}
-			return readAnthropicJSON(resp.Body, onDelta)
+	return traced(ctx, "anthropic", req.Model, c.ep.display, func(ctx context.Context) (*Response, error) {
+		return withRetries(ctx, &c.cfg, onDelta, func(ctx context.Context, onDelta func(Delta)) (*Response, error) {
+			return c.ep.post(ctx, body, c.setHeaders, func(resp *http.Response) (*Response, error) {
+				if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+					return readAnthropicStream(resp.Body, onDelta, c.ep.display)
+				}
+				return readAnthropicJSON(resp.Body, onDelta)
+			})
 		})
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nerve-dev/nerve/internal/httpretry"
+	"github.com/nerve-dev/nerve/internal/telemetry"
 )
 
 // endpoint is one API URL and the HTTP plumbing every dialect shares:
@@ -60,6 +61,7 @@ func (ep *endpoint) post(ctx context.Context, body []byte, setHeaders func(http.
 	for k, v := range ep.cfg.Headers {
 		hreq.Header.Set(k, v)
 	}
+	telemetry.InjectHeader(ctx, hreq.Header) // the chat span's trace context
 	resp, err := ep.cfg.HTTPClient.Do(hreq)
 	if err != nil {
 		// *url.Error repeats the full URL, which may carry a key in its
@@ -155,3 +157,16 @@ type transportError struct{ err error }
 
 func (e *transportError) Error() string { return e.err.Error() }
 func (e *transportError) Unwrap() error { return e.err }
+
+// traced runs one chat request (send: its tries) as a span of the
+// generative AI conventions (internal/telemetry); each try's HTTP request
+// carries the span's trace context (post).
+func traced(ctx context.Context, provider, model, url string, send func(context.Context) (*Response, error)) (*Response, error) {
+	ctx, span := telemetry.Chat(ctx, provider, model, url)
+	res, err := send(ctx)
+	if res != nil && res.Usage != nil {
+		span.Usage(res.Usage.PromptTokens, res.Usage.CompletionTokens)
+	}
+	span.End(err)
+	return res, err
+}

@@ -159,12 +159,14 @@ func (c *OpenAI) Chat(ctx context.Context, req *Request, onDelta func(Delta)) (*
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
-	return withRetries(ctx, &c.cfg, onDelta, func(ctx context.Context, onDelta func(Delta)) (*Response, error) {
-		return c.ep.post(ctx, body, c.setHeaders, func(resp *http.Response) (*Response, error) {
-			if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-				return readStream(resp.Body, onDelta)
-			}
-			return readJSON(resp.Body, onDelta)
+	return traced(ctx, "openai", req.Model, c.ep.display, func(ctx context.Context) (*Response, error) {
+		return withRetries(ctx, &c.cfg, onDelta, func(ctx context.Context, onDelta func(Delta)) (*Response, error) {
+			return c.ep.post(ctx, body, c.setHeaders, func(resp *http.Response) (*Response, error) {
+				if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+					return readStream(resp.Body, onDelta)
+				}
+				return readJSON(resp.Body, onDelta)
+			})
 		})
 	})
 }
