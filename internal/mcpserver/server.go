@@ -162,7 +162,7 @@ func New(b Backend, opts *Options) *Server {
 	}
 	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
 	s.srv.AddReceivingMiddleware(telemetry.ServerMiddleware, s.middleware) // a client's trace goes on
-	s.addTasks() // tasks.go
+	s.addTasks()                                                           // tasks.go
 	s.updates = sendq.New(64<<10, s.sendUpdates)
 	return s
 }
