@@ -161,8 +161,9 @@ func New(b Backend, opts *Options) *Server {
 		s.own = append(s.own, ReadOnlyFilter())
 	}
 	s.srv = mcp.NewServer(s.implementation(), s.serverOptions())
-	s.srv.AddReceivingMiddleware(telemetry.ServerMiddleware, s.middleware) // a client's trace goes on
-	s.addTasks()                                                           // tasks.go
+	// A client's trace goes on through telemetry's middleware.
+	s.srv.AddReceivingMiddleware(telemetry.ServerMiddleware, s.middleware)
+	s.addTasks() // tasks.go
 	s.updates = sendq.New(64<<10, s.sendUpdates)
 	return s
 }
