@@ -193,21 +193,13 @@ func planningNode(infos []api.Info, want string) (string, error) {
 
 // toolsetOf is the session's toolset as the daemon listed it.
 func toolsetOf(entries []mcpclient.ToolEntry) *node.Toolset {
-	var nodes []node.NodeTools
-	at := map[string]int{}
-	for _, e := range entries {
-		if e.MCPTool == nil {
-			continue
+	return node.ToolsetOf(func(yield func(string, *mcp.Tool) bool) {
+		for _, e := range entries {
+			if e.MCPTool != nil && !yield(e.Node, e.MCPTool) {
+				return
+			}
 		}
-		i, ok := at[e.Node]
-		if !ok {
-			i = len(nodes)
-			at[e.Node] = i
-			nodes = append(nodes, node.NodeTools{Node: e.Node})
-		}
-		nodes[i].Tools = append(nodes[i].Tools, e.MCPTool)
-	}
-	return node.NewToolset(nodes)
+	})
 }
 
 // freeName is name, or name-2, name-3, … when a node has it.

@@ -33,19 +33,14 @@ type fakeTool struct {
 
 func newFake(tools ...fakeTool) *fakeTools {
 	f := &fakeTools{funcs: map[string]func(context.Context, map[string]any) (*mcp.CallToolResult, error){}}
-	var nodes []node.NodeTools
-	idx := map[string]int{}
-	for _, t := range tools {
-		i, ok := idx[t.node]
-		if !ok {
-			i = len(nodes)
-			idx[t.node] = i
-			nodes = append(nodes, node.NodeTools{Node: t.node})
+	f.ts = node.ToolsetOf(func(yield func(string, *mcp.Tool) bool) {
+		for _, t := range tools {
+			f.funcs[node.QualifiedName(t.node, t.tool.Name)] = t.fn
+			if !yield(t.node, t.tool) {
+				return
+			}
 		}
-		nodes[i].Tools = append(nodes[i].Tools, t.tool)
-		f.funcs[node.QualifiedName(t.node, t.tool.Name)] = t.fn
-	}
-	f.ts = node.NewToolset(nodes)
+	})
 	return f
 }
 

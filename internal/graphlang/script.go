@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -169,23 +170,13 @@ func checkScripts(ctx context.Context, d *Def, self string, tools map[string]*mc
 type catalogueTools struct{ ts *node.Toolset }
 
 func newCatalogueTools(tools map[string]*mcp.Tool) *catalogueTools {
-	names := make([]string, 0, len(tools))
-	for q := range tools {
-		names = append(names, q)
-	}
-	sort.Strings(names)
-	var nodes []node.NodeTools
-	for _, q := range names {
-		id, _, ok := node.SplitQualified(q)
-		if !ok {
-			continue
+	return &catalogueTools{ts: node.ToolsetOf(func(yield func(string, *mcp.Tool) bool) {
+		for _, q := range slices.Sorted(maps.Keys(tools)) {
+			if id, _, ok := node.SplitQualified(q); ok && !yield(id, tools[q]) {
+				return
+			}
 		}
-		if len(nodes) == 0 || nodes[len(nodes)-1].Node != id {
-			nodes = append(nodes, node.NodeTools{Node: id})
-		}
-		nodes[len(nodes)-1].Tools = append(nodes[len(nodes)-1].Tools, tools[q])
-	}
-	return &catalogueTools{ts: node.NewToolset(nodes)}
+	})}
 }
 
 func (c *catalogueTools) Toolset(context.Context) *node.Toolset { return c.ts }

@@ -117,18 +117,13 @@ func (t backendTools) Toolset(ctx context.Context) *node.Toolset {
 	if err != nil {
 		return node.NewToolset(nil)
 	}
-	var nodes []node.NodeTools
-	at := map[string]int{}
-	for _, e := range entries {
-		i, ok := at[e.Node]
-		if !ok {
-			i = len(nodes)
-			at[e.Node] = i
-			nodes = append(nodes, node.NodeTools{Node: e.Node})
+	return node.ToolsetOf(func(yield func(string, *mcp.Tool) bool) {
+		for _, e := range entries {
+			if !yield(e.Node, e.Tool) {
+				return
+			}
 		}
-		nodes[i].Tools = append(nodes[i].Tools, e.Tool)
-	}
-	return node.NewToolset(nodes)
+	})
 }
 
 func (t backendTools) CallTool(ctx context.Context, name string, args json.RawMessage, observe func(node.CallEvent)) (*mcp.CallToolResult, error) {

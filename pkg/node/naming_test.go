@@ -306,3 +306,26 @@ func TestToolsetRouting(t *testing.T) {
 		t.Errorf("NewToolset(nil) has %d tools", got.Len())
 	}
 }
+
+// TestToolsetOf: a flat listing, its nodes interleaved, becomes the
+// Toolset NewToolset builds from the nodes in the order each first comes
+// in, each node's tools in the order they came.
+func TestToolsetOf(t *testing.T) {
+	flat := []struct {
+		node, tool string
+	}{{"b", "x"}, {"a", "y"}, {"b", "z"}, {"a", "w"}}
+	got := ToolsetOf(func(yield func(string, *mcp.Tool) bool) {
+		for _, f := range flat {
+			if !yield(f.node, &mcp.Tool{Name: f.tool}) {
+				return
+			}
+		}
+	})
+	var names []string
+	for _, e := range got.Tools() {
+		names = append(names, e.Qualified)
+	}
+	if want := "b.x b.z a.y a.w"; strings.Join(names, " ") != want {
+		t.Errorf("ToolsetOf: %v, want %s", names, want)
+	}
+}

@@ -1,6 +1,10 @@
 package node
 
-import "github.com/modelcontextprotocol/go-sdk/mcp"
+import (
+	"iter"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // NodeTools is one node's tools, the input of NewToolset.
 type NodeTools struct {
@@ -70,6 +74,24 @@ func NewToolset(nodes []NodeTools) *Toolset {
 		t.byName[t.entries[i].LLMName] = i
 	}
 	return t
+}
+
+// ToolsetOf builds a Toolset from tools each given with its node id, as a
+// flat listing gives them (the daemon's, a catalogue's): nodes keep the
+// order they first come in, tools the order they come in.
+func ToolsetOf(tools iter.Seq2[string, *mcp.Tool]) *Toolset {
+	var nodes []NodeTools
+	at := map[string]int{}
+	for id, tool := range tools {
+		i, ok := at[id]
+		if !ok {
+			i = len(nodes)
+			at[id] = i
+			nodes = append(nodes, NodeTools{Node: id})
+		}
+		nodes[i].Tools = append(nodes[i].Tools, tool)
+	}
+	return NewToolset(nodes)
 }
 
 // disambiguate gives every entry whose LLM name is shared a longer hash

@@ -68,28 +68,12 @@ func (h *jwtBearerHandler) TokenSource(context.Context) (oauth2.TokenSource, err
 func (h *jwtBearerHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	defer io.Copy(io.Discard, resp.Body)
-	challenges, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	if err != nil {
-		return fmt.Errorf("reading the server's WWW-Authenticate: %w", err)
-	}
-	prm, err := protectedResource(ctx, challenges, req.URL.String(), h.client)
+	prm, asm, scopes, err := discoverAuth(ctx, req, resp, h.client)
 	if err != nil {
 		return err
 	}
-	as := prm.AuthorizationServers[0]
-	asm, err := auth.GetAuthServerMetadata(ctx, as, h.client)
-	if err != nil {
-		return fmt.Errorf("getting authorization server metadata: %w", err)
-	}
-	if asm == nil { // 2025-03-26: the default endpoints
-		asm = &oauthex.AuthServerMeta{Issuer: as, TokenEndpoint: strings.TrimSuffix(as, "/") + "/token"}
-	}
 	if g := asm.GrantTypesSupported; len(g) > 0 && !slices.Contains(g, grantJWTBearer) {
 		return fmt.Errorf("the authorization server %s does not take the JWT bearer grant (%s) of oauth grant %s: it takes %s", asm.Issuer, grantJWTBearer, h.what, strings.Join(g, ", "))
-	}
-	scopes := challengeScopes(challenges)
-	if len(scopes) == 0 {
-		scopes = prm.ScopesSupported
 	}
 	assertion, err := h.assert(ctx, asm.Issuer, prm.Resource, scopes)
 	if err != nil {

@@ -189,31 +189,15 @@ func (h *keyJWTHandler) TokenSource(context.Context) (oauth2.TokenSource, error)
 func (h *keyJWTHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	defer io.Copy(io.Discard, resp.Body)
-	challenges, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	if err != nil {
-		return fmt.Errorf("reading the server's WWW-Authenticate: %w", err)
-	}
-	prm, err := protectedResource(ctx, challenges, req.URL.String(), h.client)
+	prm, asm, scopes, err := discoverAuth(ctx, req, resp, h.client)
 	if err != nil {
 		return err
-	}
-	as := prm.AuthorizationServers[0]
-	asm, err := auth.GetAuthServerMetadata(ctx, as, h.client)
-	if err != nil {
-		return fmt.Errorf("getting authorization server metadata: %w", err)
-	}
-	if asm == nil { // 2025-03-26: the default endpoints
-		asm = &oauthex.AuthServerMeta{Issuer: as, TokenEndpoint: strings.TrimSuffix(as, "/") + "/token"}
 	}
 	if m := asm.TokenEndpointAuthMethodsSupported; len(m) > 0 && !slices.Contains(m, "private_key_jwt") {
 		return fmt.Errorf("the authorization server %s does not take private_key_jwt (it takes %s): use a client_secret", asm.Issuer, strings.Join(m, ", "))
 	}
 	if a := asm.TokenEndpointAuthSigningAlgValuesSupported; len(a) > 0 && !slices.Contains(a, h.signer.alg) {
 		return fmt.Errorf("the authorization server %s takes client assertions signed with %s, not %s: set the oauth signing_alg, or use another key", asm.Issuer, strings.Join(a, ", "), h.signer.alg)
-	}
-	scopes := challengeScopes(challenges)
-	if len(scopes) == 0 {
-		scopes = prm.ScopesSupported
 	}
 	h.mu.Lock()
 	for _, s := range h.granted[asm.Issuer] {
@@ -263,6 +247,36 @@ func (a *assertionTokens) fetch(ctx context.Context) (*oauth2.Token, error) {
 		cfg.EndpointParams.Set("resource", a.resource)
 	}
 	return cfg.Token(context.WithValue(ctx, oauth2.HTTPClient, a.h.client))
+}
+
+// discoverAuth reads the challenge of resp (the server's answer to req)
+// and finds the server's protected resource metadata (protectedResource),
+// its first authorization server's metadata (the 2025-03-26 default
+// endpoints when it has none), and the scopes to ask for: the
+// challenge's, else those the resource supports. The grant handlers of
+// this package (keyJWTHandler, jwtBearerHandler) all start with it.
+func discoverAuth(ctx context.Context, req *http.Request, resp *http.Response, client *http.Client) (*oauthex.ProtectedResourceMetadata, *oauthex.AuthServerMeta, []string, error) {
+	challenges, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("reading the server's WWW-Authenticate: %w", err)
+	}
+	prm, err := protectedResource(ctx, challenges, req.URL.String(), client)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	as := prm.AuthorizationServers[0]
+	asm, err := auth.GetAuthServerMetadata(ctx, as, client)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("getting authorization server metadata: %w", err)
+	}
+	if asm == nil { // 2025-03-26: the default endpoints
+		asm = &oauthex.AuthServerMeta{Issuer: as, TokenEndpoint: strings.TrimSuffix(as, "/") + "/token"}
+	}
+	scopes := challengeScopes(challenges)
+	if len(scopes) == 0 {
+		scopes = prm.ScopesSupported
+	}
+	return prm, asm, scopes, nil
 }
 
 // protectedResource finds the server's protected resource metadata (RFC
