@@ -26,8 +26,10 @@ func serverSuite(t *testing.T, suite []string, url string, args ...string) (map[
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	argv := append(slices.Clone(suite[1:]), "server", "--url", url, "--suite", "all")
+	dir := t.TempDir()
+	argv = append(argv, "--output-dir", filepath.Join(dir, "results"))
 	cmd := exec.CommandContext(ctx, suite[0], append(argv, args...)...)
-	cmd.Dir = t.TempDir() // results/ lands there
+	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
 	summary := string(out)
 	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
@@ -43,7 +45,42 @@ func serverSuite(t *testing.T, suite []string, url string, args ...string) (map[
 			passed[name] = true
 		}
 	}
+	if err != nil {
+		summary += whyFailed(filepath.Join(dir, "results"))
+	}
 	return passed, summary, err
+}
+
+// whyFailed says why each failed check of a suite's run failed, from
+// the checks.json files its --output-dir holds, so that a red scenario in
+// CI's log names its cause.
+func whyFailed(dir string) string {
+	var b strings.Builder
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "checks.json" {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		var checks []struct {
+			ID, Status, ErrorMessage string
+		}
+		if json.Unmarshal(data, &checks) != nil {
+			return nil
+		}
+		for _, c := range checks {
+			if c.Status == "FAILURE" {
+				fmt.Fprintf(&b, "\n%s: %s: %s", filepath.Base(filepath.Dir(path)), c.ID, c.ErrorMessage)
+			}
+		}
+		return nil
+	})
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\nfailed checks:" + b.String()
 }
 
 // httpEverything starts the Go SDK's everything-server on streamable HTTP

@@ -103,6 +103,9 @@ func TestConformanceNodeMode(t *testing.T) {
 	if i := strings.Index(summary, "=== SUMMARY ==="); i >= 0 {
 		summary = summary[i:]
 	}
+	if err != nil {
+		summary += whyFailed(filepath.Join(cmd.Dir, "results"))
+	}
 	m := totalRE.FindStringSubmatch(summary)
 	if os.Getenv("NERVE_CONFORMANCE_SCENARIO") != "" {
 		t.Logf("%s", out)
