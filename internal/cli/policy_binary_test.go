@@ -51,8 +51,17 @@ func TestBinaryPolicyAsksMCPClient(t *testing.T) {
 			mu.Unlock()
 			switch a {
 			case "wait":
-				<-ctx.Done() // nobody answers: the daemon withdraws it
-				return nil, ctx.Err()
+				// The person answers after the ask-timeout. In 2025-11-25
+				// the daemon withdraws the question first (ctx ends); in
+				// 2026-07-28 there is no request to withdraw (the call's
+				// answer was input_required) and the late answer comes
+				// back in the retry, too late either way.
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-time.After(3 * time.Second):
+					return &mcp.ElicitResult{Action: "accept"}, nil
+				}
 			case "remember":
 				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"remember": true}}, nil
 			}
