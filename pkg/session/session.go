@@ -644,6 +644,19 @@ func (s *Session) tool(ctx context.Context, e *entry, tool string) (*cachedTool,
 		return nil, err
 	}
 	tools, byName, err := s.tools(ctx, e)
+	// Another request may have started (or stopped) the node between the
+	// wait and the listing, which a node in the middle of a start refuses:
+	// wait for that start as the waiting rule says, then list again. Each
+	// round needs a change of state, and await ends a start that fails.
+	for err != nil && errors.Is(err, node.ErrNotReady) {
+		if st := e.n.State(); st != node.Starting && st != node.Stopping {
+			break
+		}
+		if werr := s.await(ctx, e, false); werr != nil {
+			return nil, werr
+		}
+		tools, byName, err = s.tools(ctx, e)
+	}
 	t, ok := byName[tool]
 	if err == nil && !ok && catalogued(e.n) && !e.stopped.Load() {
 		// The catalogue may be stale: start the node and ask its live
