@@ -617,10 +617,7 @@ func (s *Session) Tools(ctx context.Context, id string) ([]*mcp.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.await(ctx, e, false); err != nil {
-		return nil, err
-	}
-	tools, _, err := s.tools(ctx, e)
+	tools, _, err := s.settledTools(ctx, e)
 	return tools, err
 }
 
@@ -638,25 +635,7 @@ func (s *Session) Tool(ctx context.Context, id, tool string) (*mcp.Tool, error) 
 }
 
 func (s *Session) tool(ctx context.Context, e *entry, tool string) (*cachedTool, error) {
-	// A node that is starting or stopping is waited for; a lazy one is
-	// not started yet: its catalogue knows its tools.
-	if err := s.await(ctx, e, false); err != nil {
-		return nil, err
-	}
-	tools, byName, err := s.tools(ctx, e)
-	// Another request may have started (or stopped) the node between the
-	// wait and the listing, which a node in the middle of a start refuses:
-	// wait for that start as the waiting rule says, then list again. Each
-	// round needs a change of state, and await ends a start that fails.
-	for err != nil && errors.Is(err, node.ErrNotReady) {
-		if st := e.n.State(); st != node.Starting && st != node.Stopping {
-			break
-		}
-		if werr := s.await(ctx, e, false); werr != nil {
-			return nil, werr
-		}
-		tools, byName, err = s.tools(ctx, e)
-	}
+	tools, byName, err := s.settledTools(ctx, e)
 	t, ok := byName[tool]
 	if err == nil && !ok && catalogued(e.n) && !e.stopped.Load() {
 		// The catalogue may be stale: start the node and ask its live
@@ -685,6 +664,28 @@ func (s *Session) tool(ctx context.Context, e *entry, tool string) (*cachedTool,
 		return nil, &UnknownToolError{Node: e.n.ID(), Tool: tool, Known: names}
 	}
 	return t, nil
+}
+
+// settledTools lists e's tools once the node is settled: a node that is
+// starting or stopping is waited for; a lazy one is not started, its
+// catalogue knows its tools. Another request may start (or stop) the node
+// between the wait and the listing, which a node in the middle of a start
+// refuses: then it waits for that start, as the waiting rule says, and
+// lists again. Each round needs a change of state, and await ends on a
+// start that fails.
+func (s *Session) settledTools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]*cachedTool, error) {
+	for {
+		if err := s.await(ctx, e, false); err != nil {
+			return nil, nil, err
+		}
+		tools, byName, err := s.tools(ctx, e)
+		if err == nil || !errors.Is(err, node.ErrNotReady) {
+			return tools, byName, err
+		}
+		if st := e.n.State(); st != node.Starting && st != node.Stopping {
+			return tools, byName, err
+		}
+	}
 }
 
 func (s *Session) tools(ctx context.Context, e *entry) ([]*mcp.Tool, map[string]*cachedTool, error) {
