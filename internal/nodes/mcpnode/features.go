@@ -110,49 +110,61 @@ func (n *Node) discover(ctx context.Context, c *conn, what uint32) error {
 		n.tools, n.toolIndex = tools, index
 		n.mu.Unlock()
 	}
+	// A list that fails to be read again keeps what was read last: a
+	// refresh (a list_changed notice, a ttl that passed) that times out or
+	// fails must not make a server's resources or prompts vanish from
+	// every client until the next change. A server without the capability
+	// has none.
 	if what&listResources != 0 {
-		var res []*mcp.Resource
-		var tmpl []*mcp.ResourceTemplate
-		if caps.Resources != nil {
-			var err error
-			var lc listCache
-			if res, lc, err = listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListResourcesResult, error) {
+		if caps.Resources == nil {
+			n.mu.Lock()
+			n.resources, n.templates = nil, nil
+			n.mu.Unlock()
+		} else {
+			res, lc, err := listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListResourcesResult, error) {
 				return cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cur})
-			}, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return r.Resources, r.NextCursor }); err != nil {
+			}, func(r *mcp.ListResourcesResult) ([]*mcp.Resource, string) { return r.Resources, r.NextCursor })
+			if err != nil {
 				n.log.Warn("listing resources", zap.Error(err))
 			} else {
 				caches["resources"] = lc
+				n.mu.Lock()
+				n.resources = res
+				n.mu.Unlock()
 			}
-			if tmpl, lc, err = listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListResourceTemplatesResult, error) {
+			tmpl, lc, err := listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListResourceTemplatesResult, error) {
 				return cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cur})
 			}, func(r *mcp.ListResourceTemplatesResult) ([]*mcp.ResourceTemplate, string) {
 				return r.ResourceTemplates, r.NextCursor
-			}); err != nil {
+			})
+			if err != nil {
 				n.log.Warn("listing resource templates", zap.Error(err))
 			} else {
 				caches["resource_templates"] = lc
+				n.mu.Lock()
+				n.templates = tmpl
+				n.mu.Unlock()
 			}
 		}
-		n.mu.Lock()
-		n.resources, n.templates = res, tmpl
-		n.mu.Unlock()
 	}
 	if what&listPrompts != 0 {
-		var prompts []*mcp.Prompt
-		if caps.Prompts != nil {
-			var err error
-			var lc listCache
-			if prompts, lc, err = listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListPromptsResult, error) {
+		if caps.Prompts == nil {
+			n.mu.Lock()
+			n.prompts = nil
+			n.mu.Unlock()
+		} else {
+			prompts, lc, err := listAll(ctx, func(ctx context.Context, cur string) (*mcp.ListPromptsResult, error) {
 				return cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cur})
-			}, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return r.Prompts, r.NextCursor }); err != nil {
+			}, func(r *mcp.ListPromptsResult) ([]*mcp.Prompt, string) { return r.Prompts, r.NextCursor })
+			if err != nil {
 				n.log.Warn("listing prompts", zap.Error(err))
 			} else {
 				caches["prompts"] = lc
+				n.mu.Lock()
+				n.prompts = prompts
+				n.mu.Unlock()
 			}
 		}
-		n.mu.Lock()
-		n.prompts = prompts
-		n.mu.Unlock()
 	}
 	n.mu.Lock()
 	if n.caches == nil {

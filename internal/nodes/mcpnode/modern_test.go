@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -606,4 +607,65 @@ func TestListTTLKeptAndHonoured(t *testing.T) {
 	}
 	n.ListTools(t.Context())
 	testutil.WaitFor(t, 10*time.Second, func() bool { return listed() > before }, "tools/list after the ttl passed")
+}
+
+// TestFailedRefreshKeepsLists: a refresh of the resources, templates and
+// prompts (a list_changed notice, a ttl that passed) whose listing fails
+// keeps what was read last; they must not vanish from every client until
+// the server's next change.
+func TestFailedRefreshKeepsLists(t *testing.T) {
+	var fail atomic.Bool
+	cfg := defaultConfig()
+	cfg.transport = func() mcp.Transport {
+		st, ct := mcp.NewInMemoryTransports()
+		s := mcp.NewServer(&mcp.Implementation{Name: "lists", Version: "1"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
+		})
+		s.AddPrompt(&mcp.Prompt{Name: "greet", Description: "says hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{}, nil
+		})
+		s.AddResource(&mcp.Resource{URI: "test://a", Name: "a"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+		s.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "test://t/{id}", Name: "t"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{}, nil
+		})
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if fail.Load() && method != "tools/list" && strings.HasSuffix(method, "/list") {
+					return nil, fmt.Errorf("%s failed for this test", method)
+				}
+				return next(ctx, method, req)
+			}
+		})
+		ss, err := s.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ss.Close() })
+		return ct
+	}
+	spec := node.Spec{ID: "lists", Kind: Kind, Options: json.RawMessage(`{"transport":"http","url":"http://in-memory.invalid/mcp"}`)}
+	n, err := newNode(spec, newEvents().env(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustStart(t, n)
+	count := func() string {
+		return fmt.Sprintf("%d prompts, %d resources, %d templates", len(n.Prompts()), len(n.Resources()), len(n.ResourceTemplates()))
+	}
+	if got := count(); got != "1 prompts, 1 resources, 1 templates" {
+		t.Fatalf("after the start: %s", got)
+	}
+	n.mu.RLock()
+	c := n.conn
+	n.mu.RUnlock()
+	fail.Store(true)
+	if err := n.discover(t.Context(), c, listResources|listPrompts); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != "1 prompts, 1 resources, 1 templates" {
+		t.Errorf("after a refresh whose listings failed: %s; want the lists read last", got)
+	}
 }
