@@ -669,3 +669,49 @@ func TestFailedRefreshKeepsLists(t *testing.T) {
 		t.Errorf("after a refresh whose listings failed: %s; want the lists read last", got)
 	}
 }
+
+// TestEraSwitchOutlivesItsCall: a node of protocol auto that reconnects
+// in 2025-11-25 for a server that asked the old way does so whatever
+// becomes of the call that found it out: a call cancelled in the middle
+// of the reconnection (its client went away) leaves the node READY in
+// 2025-11-25, not stopped or in ERROR for every other request.
+func TestEraSwitchOutlivesItsCall(t *testing.T) {
+	bin := gosdkfix.EverythingServer(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var switching atomic.Bool
+	env := newEvents().env()
+	env.OnState = func(from, to node.State, reason string) {
+		if switching.Load() && to == node.Starting {
+			cancel() // the client goes away while the node starts again
+		}
+	}
+	n, err := newNode(stdioSpec("ev", []string{bin}), env, defaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Stop(context.Background()) })
+	if got := n.Info().Details["protocol_version"]; got != ModernProtocol {
+		t.Fatalf("protocol_version = %v before the switch, want %s", got, ModernProtocol)
+	}
+	switching.Store(true)
+	if !n.speakLegacy(ctx) {
+		t.Error("speakLegacy = false: the node did not switch")
+	}
+	if ctx.Err() == nil {
+		t.Fatal("the call's context was not cancelled during the switch: the test did not test it")
+	}
+	if st := n.State(); st != node.Ready {
+		t.Fatalf("after the switch the node is %s (%s), want READY", st, n.Info().Error)
+	}
+	if got := n.Info().Details["protocol_version"]; got != LegacyProtocol {
+		t.Errorf("protocol_version = %v after the switch, want %s", got, LegacyProtocol)
+	}
+	res, err := n.CallTool(t.Context(), &node.CallRequest{Tool: "test_simple_text", Arguments: json.RawMessage(`{}`)})
+	if err != nil || res.IsError {
+		t.Errorf("a call after the switch: %+v, %v", res, err)
+	}
+}

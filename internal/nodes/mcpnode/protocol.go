@@ -88,6 +88,11 @@ func (n *Node) speakLegacy(ctx context.Context) bool {
 		return true // another call did it meanwhile
 	}
 	n.log.Warn("the server asked for input in the middle of a call, which MCP 2026-07-28 forbids; speaking 2025-11-25 with it")
+	// The restart is the node's, not the call's: a call whose client goes
+	// away in the middle of it (an abandoned input_required, Ctrl-C) must
+	// not leave the node stopped or in ERROR for everyone. The handshake
+	// is bounded by the node's start timeout.
+	ctx = context.WithoutCancel(ctx)
 	n.legacy.Store(true)
 	_ = n.stopLocked(ctx)
 	if err := n.startLocked(ctx); err != nil {
