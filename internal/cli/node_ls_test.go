@@ -28,7 +28,7 @@ func TestNodeLsColour(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(ansi.ReplaceAllString(out.String(), "")), "\n")
 	col := strings.Index(lines[0], "STATE")
 	for _, l := range lines[1:] {
-		if i := regexp.MustCompile(`READY|STARTING|ERROR`).FindStringIndex(l); i == nil || i[0] != col {
+		if i := regexp.MustCompile(`CREATED|STARTING|READY|BUSY|STOPPING|STOPPED|ERROR`).FindStringIndex(l); i == nil || i[0] != col {
 			t.Errorf("state at column %d, header at %d:\n%s", i, col, strings.Join(lines, "\n"))
 		}
 	}

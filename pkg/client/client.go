@@ -587,6 +587,11 @@ func (s *Session) call(ctx context.Context, id string, req api.CallRequest, obse
 			}
 			return nil, line.Tools, nil
 		case api.LineError:
+			if ctx.Err() != nil {
+				// The daemon's answer to the cancellation itself: through
+				// ssh it can come back before the read fails.
+				return nil, nil, ctx.Err()
+			}
 			if line.Error == nil {
 				return nil, nil, fmt.Errorf("%w: an error line without an error", ErrProtocol)
 			}
