@@ -443,18 +443,23 @@ func (pc *pendingCall) ask(ctx context.Context, kind string, req mcp.InputReques
 	}
 }
 
-// Elicit asks the client through input_required (asker).
-func (pc *pendingCall) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	r, err := pc.ask(ctx, "elicitation", p)
+// askFunc puts one question to a client that answers it later
+// (input_required for a held call, a task's inputRequests): pendingCall.ask
+// and task.ask. Its methods make it an asker.
+type askFunc func(ctx context.Context, kind string, req mcp.InputRequest) (mcp.InputResponse, error)
+
+// Elicit asks for an elicitation (asker).
+func (ask askFunc) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	r, err := ask(ctx, "elicitation", p)
 	if err != nil {
 		return nil, err
 	}
 	return r.(*mcp.ElicitResult), nil // fits checked its kind
 }
 
-// CreateMessage asks the client to sample through input_required (asker).
-func (pc *pendingCall) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	r, err := pc.ask(ctx, "sampling", p)
+// CreateMessage asks for a sample (asker).
+func (ask askFunc) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	r, err := ask(ctx, "sampling", p)
 	if err != nil {
 		return nil, err
 	}
@@ -469,6 +474,16 @@ func (pc *pendingCall) CreateMessage(ctx context.Context, p *mcp.CreateMessagePa
 		return res, nil
 	}
 	return nil, fmt.Errorf("the client answered a sampling request with %T", r)
+}
+
+// Elicit asks the client through input_required (asker).
+func (pc *pendingCall) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return askFunc(pc.ask).Elicit(ctx, p)
+}
+
+// CreateMessage asks the client to sample through input_required (asker).
+func (pc *pendingCall) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	return askFunc(pc.ask).CreateMessage(ctx, p)
 }
 
 // clip shortens s for a message.

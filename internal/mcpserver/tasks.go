@@ -255,30 +255,12 @@ func (t *task) answer(answers mcp.InputResponseMap) error {
 
 // Elicit asks the client through the task (asker).
 func (t *task) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	r, err := t.ask(ctx, "elicitation", p)
-	if err != nil {
-		return nil, err
-	}
-	return r.(*mcp.ElicitResult), nil // fits checked its kind
+	return askFunc(t.ask).Elicit(ctx, p)
 }
 
 // CreateMessage asks the client to sample through the task (asker).
 func (t *task) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	r, err := t.ask(ctx, "sampling", p)
-	if err != nil {
-		return nil, err
-	}
-	switch r := r.(type) {
-	case *mcp.CreateMessageResult:
-		return r, nil
-	case *mcp.CreateMessageWithToolsResult:
-		res := &mcp.CreateMessageResult{Meta: r.Meta, Model: r.Model, Role: r.Role, StopReason: r.StopReason}
-		if len(r.Content) > 0 {
-			res.Content = r.Content[0]
-		}
-		return res, nil
-	}
-	return nil, fmt.Errorf("the client answered a sampling request with %T", r)
+	return askFunc(t.ask).CreateMessage(ctx, p)
 }
 
 // taskAttachment passes the requests of the node a task calls to the task.
