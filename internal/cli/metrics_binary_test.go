@@ -11,9 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	"github.com/nerve-dev/nerve/internal/testutil/promtest"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
 )
@@ -71,11 +69,7 @@ func TestBinaryMetrics(t *testing.T) {
 	if out, err := check.CombinedOutput(); err != nil {
 		t.Errorf("promtool check metrics: %v\n%s", err, out)
 	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("Prometheus's parser: %v", err)
-	}
+	fams := promtest.Parse(t, body)
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string
@@ -92,7 +86,7 @@ func TestBinaryMetrics(t *testing.T) {
 		{"nerve_token_store_files", nil, 0},
 		{"go_goroutines", nil, -1},
 	} {
-		got, ok := sampleValue(fams, tc.name, tc.labels)
+		got, ok := promtest.Value(fams, tc.name, tc.labels)
 		if !ok || (tc.want >= 0 && got != tc.want) {
 			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
@@ -100,34 +94,4 @@ func TestBinaryMetrics(t *testing.T) {
 	if strings.Contains(body, "secret-words") {
 		t.Error("/metrics carries a call's argument")
 	}
-}
-
-// sampleValue is the value of family name's series with labels (a
-// histogram's count).
-func sampleValue(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		got := map[string]string{}
-		for _, l := range m.Label {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if got[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
 }

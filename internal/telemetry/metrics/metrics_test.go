@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nerve-dev/nerve/internal/testutil/promtest"
+
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/nerve-dev/nerve/internal/nodes/identity"
 	"github.com/nerve-dev/nerve/internal/telemetry/metrics"
@@ -25,41 +25,7 @@ func scrape(t *testing.T, h http.Handler) (map[string]*dto.MetricFamily, string)
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
 	body := rec.Body.String()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
-	if err != nil {
-		t.Fatalf("parsing the metrics: %v\n%s", err, body)
-	}
-	return fams, body
-}
-
-// value is the value of family name's series with labels (all of them).
-func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.Metric {
-		got := map[string]string{}
-		for _, l := range m.Label {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if got[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
+	return promtest.Parse(t, body), body
 }
 
 // TestCallsStatesAndStarts: calls are counted by node, tool and outcome
@@ -108,7 +74,7 @@ func TestCallsStatesAndStarts(t *testing.T) {
 		{"nerve_session_starts_pending", map[string]string{"session": "work"}, 0},
 		{"nerve_token_store_files", nil, 2},
 	} {
-		if got, ok := value(fams, tc.name, tc.labels); !ok || got != tc.want {
+		if got, ok := promtest.Value(fams, tc.name, tc.labels); !ok || got != tc.want {
 			t.Errorf("%s%v = %v (found %v), want %v", tc.name, tc.labels, got, ok, tc.want)
 		}
 	}
@@ -132,10 +98,10 @@ func TestCallsStatesAndStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	fams, _ = scrape(t, m)
-	if _, ok := value(fams, "nerve_node_starts_total", map[string]string{"node": "other"}); !ok {
+	if _, ok := promtest.Value(fams, "nerve_node_starts_total", map[string]string{"node": "other"}); !ok {
 		t.Error("the start of node other is not counted")
 	}
-	if _, ok := value(fams, "nerve_tool_calls_total", map[string]string{"node": "echo"}); ok {
+	if _, ok := promtest.Value(fams, "nerve_tool_calls_total", map[string]string{"node": "echo"}); ok {
 		t.Errorf("the removed node's calls are still reported: %v", fams["nerve_tool_calls_total"])
 	}
 }
