@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nerve-dev/nerve/internal/mcptasks"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -214,18 +216,8 @@ func taskSupport(t *mcp.Tool) string {
 	return ex.TaskSupport
 }
 
-// taskParams are the params of tasks/get, tasks/result and tasks/cancel.
-type taskParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId"`
-}
-
-// taskUpdateParams are the params of tasks/update (extension).
-type taskUpdateParams struct {
-	mcp.ParamsBase
-	TaskID         string               `json:"taskId"`
-	InputResponses mcp.InputResponseMap `json:"inputResponses"`
-}
+// The params of tasks/get, tasks/result and tasks/cancel are
+// mcptasks.IDParams (both shapes), tasks/update's mcptasks.UpdateParams.
 
 // taskCallParams are a tools/call asking for a task (v1).
 type taskCallParams struct {
@@ -273,10 +265,10 @@ func (t *task) poll() time.Duration {
 // registerTaskMethods lets client send the task methods.
 func registerTaskMethods(client *mcp.Client) {
 	// The errors are for a name of a standard method, which these are not.
-	_ = mcp.AddSendingCustomMethod[*taskParams, *task](client, "tasks/get")
-	_ = mcp.AddSendingCustomMethod[*taskParams, *mcp.CallToolResult](client, "tasks/result")
-	_ = mcp.AddSendingCustomMethod[*taskUpdateParams, *ack](client, "tasks/update")
-	_ = mcp.AddSendingCustomMethod[*taskParams, *task](client, "tasks/cancel")
+	_ = mcp.AddSendingCustomMethod[*mcptasks.IDParams, *task](client, "tasks/get")
+	_ = mcp.AddSendingCustomMethod[*mcptasks.IDParams, *mcp.CallToolResult](client, "tasks/result")
+	_ = mcp.AddSendingCustomMethod[*mcptasks.UpdateParams, *ack](client, "tasks/update")
+	_ = mcp.AddSendingCustomMethod[*mcptasks.IDParams, *task](client, "tasks/cancel")
 	_ = mcp.AddSendingCustomMethod[*taskCallParams, *mcp.CallToolResult](client, methodTaskCall)
 }
 
@@ -335,7 +327,7 @@ func (n *Node) awaitTask(ctx, cctx context.Context, c *conn, cl *call, lt *lifte
 	}
 	report()
 	get := func() error {
-		next, err := mcp.CallCustomMethod[*taskParams, *task](context.WithValue(cctx, nameKey{}, id), c.cs, "tasks/get", &taskParams{TaskID: id})
+		next, err := mcp.CallCustomMethod[*mcptasks.IDParams, *task](context.WithValue(cctx, nameKey{}, id), c.cs, "tasks/get", &mcptasks.IDParams{TaskID: id})
 		if err != nil {
 			return err
 		}
@@ -352,7 +344,7 @@ func (n *Node) awaitTask(ctx, cctx context.Context, c *conn, cl *call, lt *lifte
 			// tasks/result waits for the end, delivering the server's
 			// questions as requests meanwhile (answered as any others).
 			var res *mcp.CallToolResult
-			res, err = mcp.CallCustomMethod[*taskParams, *mcp.CallToolResult](cctx, c.cs, "tasks/result", &taskParams{TaskID: id})
+			res, err = mcp.CallCustomMethod[*mcptasks.IDParams, *mcp.CallToolResult](cctx, c.cs, "tasks/result", &mcptasks.IDParams{TaskID: id})
 			if err == nil {
 				return res, nil
 			}
@@ -425,8 +417,8 @@ func (n *Node) answerTask(ctx context.Context, c *conn, id string, reqs mcp.Inpu
 	if err != nil {
 		return err
 	}
-	_, err = mcp.CallCustomMethod[*taskUpdateParams, *ack](context.WithValue(ctx, nameKey{}, id), c.cs, "tasks/update",
-		&taskUpdateParams{TaskID: id, InputResponses: answers})
+	_, err = mcp.CallCustomMethod[*mcptasks.UpdateParams, *ack](context.WithValue(ctx, nameKey{}, id), c.cs, "tasks/update",
+		&mcptasks.UpdateParams{TaskID: id, InputResponses: answers})
 	return err
 }
 
@@ -492,7 +484,7 @@ func (n *Node) cancelTask(ctx context.Context, c *conn, id string) {
 	defer cancel()
 	// v1 answers with the task, the extension with an empty ack: both
 	// read as a task.
-	if _, err := mcp.CallCustomMethod[*taskParams, *task](cctx, c.cs, "tasks/cancel", &taskParams{TaskID: id}); err != nil {
+	if _, err := mcp.CallCustomMethod[*mcptasks.IDParams, *task](cctx, c.cs, "tasks/cancel", &mcptasks.IDParams{TaskID: id}); err != nil {
 		n.log.Info("cancelling the task", zap.String("task", id), zap.Error(err))
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nerve-dev/nerve/internal/mcptasks"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/nerve-dev/nerve/internal/testutil"
@@ -195,7 +197,7 @@ func TestTaskCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	got, err := mcp.CallCustomMethod[*taskParams, *task](t.Context(), cs, "tasks/get", &taskParams{TaskID: id})
+	got, err := mcp.CallCustomMethod[*mcptasks.IDParams, *task](t.Context(), cs, "tasks/get", &mcptasks.IDParams{TaskID: id})
 	if err != nil || got.Status != "cancelled" {
 		t.Errorf("task %s after the cancel: %+v, %v; want cancelled", id, got, err)
 	}
