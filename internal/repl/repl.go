@@ -151,6 +151,10 @@ func Run(ctx context.Context, opts *Options) error {
 	r.errOut = rl.Stderr()
 
 	r.catalog.refresh(ctx)
+	// Attached before the first prompt, not only by the watcher once it
+	// runs: a call held for approval right after the prompt shows is
+	// asked here too.
+	r.asks.sync(ctx)
 	wctx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { r.watch(wctx) })
