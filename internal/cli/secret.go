@@ -113,8 +113,16 @@ func runSecretSet(ctx context.Context, env *Env, inv *Invocation) error {
 // stdin less one final line break.
 func readSecret(env *Env, name string) (string, error) {
 	if f, ok := env.Stdin.(*os.File); ok && readline.IsTerminal(int(f.Fd())) {
+		// Echo off before the prompt shows: what is typed or pasted at
+		// once must not appear. ReadPassword turns it off only when it
+		// starts reading, and restores the raw mode set here.
+		fd := int(f.Fd())
+		raw, rawErr := readline.MakeRaw(fd)
 		fmt.Fprintf(env.Stderr, "value of secret %s (not shown): ", name)
-		b, err := readline.ReadPassword(int(f.Fd()))
+		b, err := readline.ReadPassword(fd)
+		if rawErr == nil {
+			_ = readline.Restore(fd, raw)
+		}
 		fmt.Fprintln(env.Stderr)
 		if err != nil {
 			return "", fmt.Errorf("reading the secret from the terminal: %w", err)
